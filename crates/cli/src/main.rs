@@ -1,0 +1,44 @@
+//! `homenode`: the command-line front end.
+
+mod sim_cmd;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "homenode", version, about = "NUMA scheduling toolkit: simulate, place, benchmark")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a NUMA machine (no arguments: the headline numa_test comparison on azusa16).
+    Sim(sim_cmd::SimArgs),
+    /// List machine presets, or show one machine with its scheduling domains.
+    Machines {
+        /// A preset name, a spec file (.toml) or a synthetic spec (nodes=4,cpus-per-node=4).
+        machine: Option<String>,
+    },
+    /// List the CPU-level schedulers.
+    Schedulers,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r: Result<()> = match cli.cmd {
+        Cmd::Sim(a) => sim_cmd::run(a),
+        Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
+        Cmd::Schedulers => {
+            for (n, d) in sim::sched::SCHEDULERS {
+                println!("{n:<22} {d}");
+            }
+            Ok(())
+        }
+    };
+    if let Err(e) = r {
+        eprintln!("homenode: {e:#}");
+        std::process::exit(2);
+    }
+}

@@ -1,0 +1,331 @@
+//! `homenode sim ...`
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use sim::numa_test::{self as nt, Matrix};
+use sim::sched::SchedSpec;
+use sim::workload::NumaTestParams;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    what: Option<SimCmd>,
+}
+
+#[derive(Subcommand)]
+enum SimCmd {
+    /// The numa_test benchmark: N random-update jobs plus a hackbench load peak at t = 3 s.
+    NumaTest(NumaTestArgs),
+    /// A workload file (workloads/*.toml) on one machine with one scheduler.
+    Workload(WorkloadArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct NumaTestArgs {
+    /// Machine: preset name, spec file (.toml) or synthetic spec (nodes=4,cpus-per-node=4,remote-ratio=1.6).
+    #[arg(long, default_value = "azusa16")]
+    machine: String,
+    /// Schedulers, comma separated; options after a colon (o1,node-affine-static:home_bonus=2).
+    #[arg(long, default_value = "o1,node-affine-static,node-affine-dynamic")]
+    sched: String,
+    /// Task counts, comma separated.
+    #[arg(long, default_value = "4,8,16,32,64", value_delimiter = ',')]
+    tasks: Vec<u32>,
+    /// Repetitions per (scheduler, N).
+    #[arg(long, default_value_t = 10)]
+    reps: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// PROBLEMSIZE: elements per array (20 bytes per element per job).
+    #[arg(long, default_value_t = 1_000_000)]
+    size: u64,
+    /// Passes over the arrays.
+    #[arg(long, default_value_t = 100)]
+    passes: u32,
+    /// Do not start hackbench at t = 3 s.
+    #[arg(long)]
+    no_disturb: bool,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Leave out the per-job tables.
+    #[arg(long)]
+    summary_only: bool,
+    /// Print simulator speed (events, events per second, wall time) to stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+pub struct WorkloadArgs {
+    /// Workload file.
+    file: String,
+    #[arg(long, default_value = "azusa16")]
+    machine: String,
+    #[arg(long, default_value = "o1")]
+    sched: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+impl Default for NumaTestArgs {
+    fn default() -> Self {
+        NumaTestArgs {
+            machine: "azusa16".into(),
+            sched: "o1,node-affine-static,node-affine-dynamic".into(),
+            tasks: vec![4, 8, 16, 32, 64],
+            reps: 10,
+            seed: 1,
+            size: 1_000_000,
+            passes: 100,
+            no_disturb: false,
+            json: false,
+            summary_only: false,
+            stats: false,
+            threads: None,
+        }
+    }
+}
+
+pub fn run(a: SimArgs) -> Result<()> {
+    match a.what {
+        None => numa_test(NumaTestArgs::default()),
+        Some(SimCmd::NumaTest(a)) => numa_test(a),
+        Some(SimCmd::Workload(a)) => workload(a),
+    }
+}
+
+fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
+    Ok(Arc::new(topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?))
+}
+
+fn numa_test(a: NumaTestArgs) -> Result<()> {
+    let topo = machine(&a.machine)?;
+    let scheds = SchedSpec::parse_list(&a.sched).map_err(|e| anyhow!(e))?;
+    if scheds.is_empty() {
+        bail!("--sched names no scheduler");
+    }
+    if a.tasks.is_empty() || a.tasks.contains(&0) {
+        bail!("--tasks needs task counts of at least 1");
+    }
+    if a.reps == 0 || a.size == 0 || a.passes == 0 {
+        bail!("--reps, --size and --passes must be at least 1");
+    }
+    let bytes = a.size.saturating_mul(20).saturating_mul(u64::from(*a.tasks.iter().max().unwrap_or(&1)));
+    if bytes > topo.total_mem_bytes() {
+        bail!(
+            "--size {} with {} tasks needs {} MiB, more than {}'s {} MiB of memory",
+            a.size,
+            a.tasks.iter().max().unwrap_or(&1),
+            bytes >> 20,
+            topo.name,
+            topo.total_mem_bytes() >> 20
+        );
+    }
+    if let Some(n) = a.threads {
+        rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().ok();
+    }
+    let m = Matrix {
+        scheds,
+        tasks: a.tasks.clone(),
+        reps: a.reps,
+        seed: a.seed,
+        params: NumaTestParams {
+            problem_size: a.size,
+            passes: a.passes,
+            disturb: !a.no_disturb,
+            ..Default::default()
+        },
+    };
+    let total = (m.scheds.len() * m.tasks.len()) as u64 * u64::from(m.reps);
+    let bar = (!a.json && std::io::stderr().is_terminal() && total > 1).then(|| {
+        let b = ProgressBar::new(total);
+        b.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed} (eta {eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let start = Instant::now();
+    let tick = || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    let cells = nt::run_matrix(&topo, &m, &tick).map_err(|e| anyhow!(e))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let wall = start.elapsed().as_secs_f64();
+    if a.json {
+        let out = serde_json::json!({
+            "machine": topo.name,
+            "problem_size": a.size,
+            "passes": a.passes,
+            "disturb": !a.no_disturb,
+            "seed": a.seed,
+            "results": cells,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", text_report(&topo, &a, &cells));
+    }
+    if a.stats {
+        let events: f64 = cells.iter().map(|c| c.events * f64::from(c.reps)).sum();
+        eprintln!(
+            "stats: {total} runs, {events:.0} events in {wall:.2} s wall ({:.2} M events/s over {} threads)",
+            events / wall / 1e6,
+            rayon::current_num_threads()
+        );
+    }
+    Ok(())
+}
+
+fn text_report(topo: &topo::Topology, a: &NumaTestArgs, cells: &[nt::CellSummary]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "numa_test on {} ({}): PROBLEMSIZE {}, {} passes, hackbench {}, {} reps, seed {}",
+        topo.name,
+        topo.description,
+        a.size,
+        a.passes,
+        if a.no_disturb { "off" } else { "20 groups at 3 s" },
+        a.reps,
+        a.seed
+    );
+    let mut seen = Vec::new();
+    for c in cells {
+        if !seen.contains(&c.scheduler) {
+            seen.push(c.scheduler.clone());
+            let opts: Vec<String> = c.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(s, "  {}: {}", c.scheduler, opts.join(" "));
+        }
+    }
+    s.push('\n');
+    if !a.summary_only {
+        for c in cells {
+            let _ = writeln!(s, "== {} N={} (jobs of rep 1 of {})", c.scheduler, c.tasks, c.reps);
+            s.push_str(&nt::job_table(&c.jobs, topo.nr_nodes()));
+            s.push_str(&nt::summary_block(c));
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s, "== Summary: mean(stddev) in seconds over {} reps", a.reps);
+    s.push_str(&nt::comparison_table(cells));
+    s
+}
+
+fn workload(a: WorkloadArgs) -> Result<()> {
+    let topo = machine(&a.machine)?;
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file))?;
+    let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
+    for p in &w.programs {
+        if let Some(aff) = &p.affinity {
+            if let Some(c) = aff.iter().find(|&&c| c >= topo.nr_cpus()) {
+                bail!("{}: program `{}` affinity names CPU {c}, but {} has CPUs 0-{}", a.file, p.name, topo.name, topo.nr_cpus() - 1);
+            }
+        }
+        for r in &p.regions {
+            if let Some(n) = r.policy.nodes().iter().find(|&&n| n >= topo.nr_nodes()) {
+                bail!("{}: program `{}` region `{}` names node {n}, but {} has nodes 0-{}", a.file, p.name, r.name, topo.name, topo.nr_nodes() - 1);
+            }
+            if r.bytes > topo.total_mem_bytes() {
+                bail!("{}: program `{}` region `{}` is larger than {}'s memory", a.file, p.name, r.name, topo.name);
+            }
+        }
+    }
+    let spec = SchedSpec::parse(&a.sched).map_err(|e| anyhow!(e))?;
+    let s = sim::sched::build(&spec, &topo).map_err(|e| anyhow!(e))?;
+    let r = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed).run().map_err(|e| anyhow!("{e}"))?;
+    if a.json {
+        let tasks: Vec<serde_json::Value> = r
+            .tasks
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "program": t.program, "user_s": t.user_ns / 1e9, "sys_s": t.sys_ns / 1e9,
+                    "node_user_s": t.node_user_ns.iter().map(|x| x / 1e9).collect::<Vec<_>>(),
+                    "created_s": t.created as f64 / 1e9, "exited_s": t.exited as f64 / 1e9,
+                    "node_migrations": t.node_migrations,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({"machine": topo.name, "scheduler": spec.to_string(),
+            "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("{} on {} with {}: elapsed {:.3} s", a.file, topo.name, spec, r.end_ns as f64 / 1e9);
+    println!("{:<5} {:<20} {:>9} {:>9} {:>9} {:>9}  node share of user time", "task", "program", "start_s", "end_s", "user_s", "sys_s");
+    for (i, t) in r.tasks.iter().enumerate() {
+        let tot: f64 = t.node_user_ns.iter().sum();
+        let share: Vec<String> =
+            t.node_user_ns.iter().map(|x| format!("{:.0}%", if tot > 0.0 { 100.0 * x / tot } else { 0.0 })).collect();
+        println!(
+            "{:<5} {:<20} {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {}",
+            i,
+            t.program,
+            t.created as f64 / 1e9,
+            t.exited as f64 / 1e9,
+            t.user_ns / 1e9,
+            t.sys_ns / 1e9,
+            share.join(" ")
+        );
+    }
+    let c = &r.counters;
+    println!(
+        "context switches {}, wakeups {}, preemptions {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
+        c.context_switches, c.wakeups, c.preemptions, c.migrations, c.node_migrations, c.refused[0], c.refused[1], c.refused[2]
+    );
+    Ok(())
+}
+
+pub fn machines(m: Option<&str>) -> Result<()> {
+    match m {
+        None => {
+            for name in topo::presets::PRESETS {
+                let t = topo::presets::preset(name).map_err(|e| anyhow!("{e}"))?;
+                println!("{name:<12} {}", t.description);
+            }
+        }
+        Some(arg) => {
+            let t = machine(arg)?;
+            println!("{}: {}", t.name, t.description);
+            for n in &t.nodes {
+                println!(
+                    "node {}: cpus {}  memory {} MiB  bandwidth {} GB/s (remote in {} GB/s)",
+                    n.id,
+                    n.cpus,
+                    n.mem_bytes >> 20,
+                    n.bandwidth_gbps,
+                    n.remote_bandwidth_gbps
+                );
+            }
+            println!("distances:");
+            for row in &t.distance {
+                println!("  {}", row.iter().map(|d| format!("{d:3}")).collect::<Vec<_>>().join(" "));
+            }
+            println!("idle latency ns (cpu node x memory node):");
+            for row in &t.latency_ns {
+                println!("  {}", row.iter().map(|d| format!("{d:6.1}")).collect::<Vec<_>>().join(" "));
+            }
+            println!("scheduling domains (CPU 0):");
+            for l in topo::sched_domains(&t) {
+                let groups: Vec<String> = l.groups[0].iter().map(|g| format!("{{{g}}}")).collect();
+                println!("  {:<10} span {{{}}} groups {}", l.name, l.spans[0], groups.join(" "));
+            }
+        }
+    }
+    Ok(())
+}

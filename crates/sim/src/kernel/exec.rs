@@ -1,0 +1,326 @@
+//! The program interpreter (phases, loops, messages, fork/exec, wait, exit) and task creation.
+
+use super::task::{PhaseWork, Process, Task, TaskState};
+use super::{Kernel, Pid, TaskId};
+use crate::memory::{MemPolicy, Region};
+use crate::program::Phase;
+use crate::sched::CpuScheduler;
+use topo::{CpuId, CpuSet};
+
+impl Kernel {
+    /// Run the zero-time phases of `t` until it has CPU work, blocks, sleeps or exits.
+    pub(crate) fn advance(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
+        let wl = self.workload.clone();
+        let prog = &wl.programs[self.tasks[t].program];
+        self.tasks[t].work = PhaseWork::None;
+        loop {
+            let pc = self.tasks[t].pc;
+            let Some(phase) = prog.phases.get(pc) else {
+                self.exit(s, t);
+                return;
+            };
+            let (work, left) = match phase {
+                Phase::Compute { cycles } => (PhaseWork::Cycles { user: true }, *cycles),
+                Phase::Kernel { cycles } => (PhaseWork::Cycles { user: false }, *cycles),
+                Phase::Send { chans, msgs, cycles_per_msg } => (
+                    PhaseWork::Cycles { user: false },
+                    cycles_per_msg * f64::from(*msgs) * chans.len() as f64,
+                ),
+                Phase::Memory { ops, .. } => {
+                    self.touch_all(t);
+                    (PhaseWork::MemOps, *ops)
+                }
+                Phase::Touch { region } => {
+                    let r = &self.procs[self.tasks[t].pid].regions[*region];
+                    let untouched = r.bytes - r.allocated_bytes().min(r.bytes);
+                    (PhaseWork::Touch { region: *region }, untouched as f64)
+                }
+                Phase::Recv { chan, msgs, cycles_per_msg } => {
+                    if *msgs == 0 {
+                        self.tasks[t].pc += 1;
+                        continue;
+                    }
+                    if self.tasks[t].recv_left == 0 {
+                        self.tasks[t].recv_left = *msgs;
+                    }
+                    let ch = &mut self.chans[*chan];
+                    if ch.pending == 0 {
+                        ch.reader = Some(t);
+                        self.block(t);
+                        return;
+                    }
+                    let k = ch.pending.min(u64::from(self.tasks[t].recv_left)) as u32;
+                    ch.pending -= u64::from(k);
+                    (PhaseWork::RecvMsgs { msgs: k }, cycles_per_msg * f64::from(k))
+                }
+                Phase::Sleep { ns, jitter } => {
+                    let f = 1.0 + self.uniform(-jitter, *jitter);
+                    let until = self.now + (*ns as f64 * f).round() as u64;
+                    self.tasks[t].pc += 1;
+                    self.sleep_until(t, until);
+                    return;
+                }
+                Phase::Spawn { program, count } => {
+                    for _ in 0..*count {
+                        let cpu = self.tasks[t].cpu;
+                        self.create(s, Some(t), *program, None, cpu);
+                    }
+                    self.tasks[t].pc += 1;
+                    continue;
+                }
+                Phase::Thread { program, count } => {
+                    let pid = self.tasks[t].pid;
+                    for _ in 0..*count {
+                        let cpu = self.tasks[t].cpu;
+                        self.create(s, Some(t), *program, Some(pid), cpu);
+                    }
+                    self.tasks[t].pc += 1;
+                    continue;
+                }
+                Phase::Wait => {
+                    if self.tasks[t].children_alive == 0 {
+                        self.tasks[t].pc += 1;
+                        continue;
+                    }
+                    self.tasks[t].waiting_children = true;
+                    self.block(t);
+                    return;
+                }
+                Phase::Loop { count } => {
+                    if *count == 0 {
+                        self.tasks[t].pc = prog.loop_end(pc).unwrap_or(prog.phases.len()) + 1;
+                    } else {
+                        self.tasks[t].loops.push((pc, count - 1));
+                        self.tasks[t].pc += 1;
+                    }
+                    continue;
+                }
+                Phase::EndLoop => {
+                    let task = &mut self.tasks[t];
+                    match task.loops.last_mut() {
+                        Some((start, left)) if *left > 0 => {
+                            *left -= 1;
+                            task.pc = *start + 1;
+                        }
+                        _ => {
+                            task.loops.pop();
+                            task.pc += 1;
+                        }
+                    }
+                    continue;
+                }
+            };
+            if left <= 0.0 {
+                self.tasks[t].pc += 1;
+                continue;
+            }
+            let task = &mut self.tasks[t];
+            task.work = work;
+            task.work_left = left;
+            return;
+        }
+    }
+
+    /// The CPU work of the current phase is done: its effects, and on to the next phase.
+    pub(crate) fn complete_phase(&mut self, t: TaskId) {
+        let task = &self.tasks[t];
+        let phase = &self.workload.programs[task.program].phases[task.pc];
+        match (task.work, phase) {
+            (PhaseWork::RecvMsgs { msgs }, _) => {
+                let task = &mut self.tasks[t];
+                task.recv_left = task.recv_left.saturating_sub(msgs);
+                if task.recv_left == 0 {
+                    task.pc += 1;
+                }
+            }
+            (_, Phase::Send { chans, msgs, .. }) => {
+                let chans = chans.clone();
+                let msgs = u64::from(*msgs);
+                self.tasks[t].pc += 1;
+                for c in chans {
+                    self.chans[c].pending += msgs;
+                    if let Some(r) = self.chans[c].reader.take() {
+                        self.pending_wakes.push(r);
+                    }
+                }
+            }
+            (PhaseWork::MemOps | PhaseWork::Touch { .. }, _) => {
+                self.mark_contention_dirty();
+                self.tasks[t].pc += 1;
+            }
+            _ => self.tasks[t].pc += 1,
+        }
+        self.tasks[t].work = PhaseWork::None;
+    }
+
+    fn block(&mut self, t: TaskId) {
+        let task = &mut self.tasks[t];
+        task.state = TaskState::Blocked;
+        task.sleep_since = self.now;
+    }
+
+    /// First-touch every untouched page group of the task's process from its current node
+    /// (a `Memory` phase that reads memory nobody initialised).
+    fn touch_all(&mut self, t: TaskId) {
+        let node = self.node_of(self.tasks[t].cpu);
+        let pid = self.tasks[t].pid;
+        let mut newly = 0;
+        for r in &mut self.procs[pid].regions {
+            for g in 0..r.groups.len() {
+                if r.groups[g].is_none() && self.mem.touch(&self.topo, r, g, node).is_some() {
+                    newly += r.group_size(g);
+                }
+            }
+        }
+        self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
+    }
+
+    fn exit(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
+        let _ = s;
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        task.state = TaskState::Exited;
+        task.exited = Some(now);
+        task.work = PhaseWork::None;
+        let pid = task.pid;
+        let parent = task.parent;
+        self.live_tasks -= 1;
+        let nb = self.procs[pid].node_bytes(self.topo.nr_nodes());
+        self.tasks[t].mem_at_exit = nb;
+        let p = &mut self.procs[pid];
+        p.threads_alive -= 1;
+        if p.threads_alive == 0 {
+            for r in &mut p.regions {
+                self.mem.free(r);
+            }
+        }
+        if let Some(par) = parent {
+            let pt = &mut self.tasks[par];
+            pt.children_alive -= 1;
+            if pt.children_alive == 0 && pt.waiting_children {
+                pt.waiting_children = false;
+                self.pending_wakes.push(par);
+            }
+        }
+    }
+
+    /// Create a task running `program`: a new process (fork + exec) unless `pid` names the
+    /// process to add a thread to. `cpu` is the creator's CPU.
+    pub(crate) fn create(
+        &mut self,
+        s: &mut dyn CpuScheduler,
+        parent: Option<TaskId>,
+        program: usize,
+        pid: Option<Pid>,
+        cpu: CpuId,
+    ) -> TaskId {
+        let wl = self.workload.clone();
+        let prog = &wl.programs[program];
+        let id = self.tasks.len();
+        let affinity: CpuSet = match &prog.affinity {
+            Some(list) => list.iter().copied().filter(|&c| c < self.topo.nr_cpus()).collect(),
+            None => self.topo.all_cpus(),
+        };
+        let nr_nodes = self.topo.nr_nodes();
+        let sleep_avg = parent.map_or(0, |p| self.tasks[p].sleep_avg);
+        let new_process = pid.is_none();
+        let pid = pid.unwrap_or(self.procs.len());
+        self.tasks.push(Task {
+            id,
+            pid,
+            program,
+            state: TaskState::Blocked,
+            cpu,
+            affinity,
+            home_node: None,
+            pc: 0,
+            loops: Vec::new(),
+            work: PhaseWork::None,
+            work_left: 0.0,
+            rate: 0.0,
+            user_frac: 1.0,
+            cold_ns: 0.0,
+            last_settle: self.now,
+            recv_left: 0,
+            user_ns: 0.0,
+            sys_ns: 0.0,
+            node_user_ns: vec![0.0; nr_nodes],
+            created: self.now,
+            exited: None,
+            first_cpu: None,
+            last_ran: self.now,
+            last_llc: None,
+            sleep_avg,
+            sleep_since: self.now,
+            slice_left: self.params.timeslice,
+            rq_key: (0, 120, 0),
+            parent,
+            children_alive: 0,
+            waiting_children: false,
+            job: prog.job,
+            migrations: 0,
+            node_migrations: 0,
+            mem_at_exit: Vec::new(),
+        });
+        if let Some(p) = parent {
+            self.tasks[p].children_alive += 1;
+        }
+        self.live_tasks += 1;
+        let mut target = s.fork_cpu(self, cpu, id);
+        if new_process {
+            let placement = s.exec(self, id, target);
+            if let Some(c) = placement.cpu {
+                target = c;
+            }
+            self.tasks[id].home_node = placement.home;
+            let group = self.params.page_group_bytes;
+            let regions = prog
+                .regions
+                .iter()
+                .map(|r| {
+                    let policy = match (&r.policy, placement.home) {
+                        (MemPolicy::FirstTouch, Some(h)) if placement.alloc_on_home => {
+                            MemPolicy::Preferred(h)
+                        }
+                        (p, _) => p.clone(),
+                    };
+                    Region::new(&r.name, r.bytes, policy, group, nr_nodes)
+                })
+                .collect();
+            self.procs.push(Process { pid, program, regions, threads_alive: 0, threads: Vec::new() });
+        } else if let Some(p) = parent {
+            self.tasks[id].home_node = self.tasks[p].home_node;
+        }
+        self.procs[pid].threads_alive += 1;
+        self.procs[pid].threads.push(id);
+        if !self.tasks[id].affinity.contains(target) {
+            target = self.least_loaded_allowed(id);
+        }
+        self.tasks[id].cpu = target;
+        self.enqueue(id, target, false);
+        id
+    }
+
+    /// The allowed CPU with the fewest runnable tasks (lowest id on ties).
+    pub fn least_loaded_allowed(&self, t: TaskId) -> CpuId {
+        self.tasks[t]
+            .affinity
+            .iter()
+            .min_by_key(|&c| (self.rqs[c].nr_running(), c))
+            .unwrap_or(0)
+    }
+
+    /// Start what a workload launch entry names.
+    pub(crate) fn launch(&mut self, s: &mut dyn CpuScheduler, i: usize) {
+        self.launches_pending -= 1;
+        let l = self.workload.launches[i].clone();
+        let cpu = l.cpu.unwrap_or(0).min(self.topo.nr_cpus() - 1);
+        for _ in 0..l.count {
+            let leader = self.create(s, None, l.program, None, cpu);
+            let pid = self.tasks[leader].pid;
+            for _ in 1..l.threads.max(1) {
+                self.create(s, None, l.program, Some(pid), cpu);
+            }
+        }
+    }
+}

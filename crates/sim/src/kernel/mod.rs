@@ -1,0 +1,284 @@
+//! The kernel model: per-CPU runqueues, the task life cycle (fork, exec, run, sleep, wake,
+//! exit), time slices and preemption, CPU and memory accounting, and the hooks through which a
+//! CPU-level scheduler (see [`crate::sched`]) places and balances tasks.
+//!
+//! A busy CPU advances its current task in chunks: an event is posted for the next boundary
+//! (end of the phase, of the time slice, of a cold-cache refill, or of a page group being
+//! first touched), and progress in between is computed from the task's rate. Rates of
+//! memory-bound tasks are recomputed whenever the set of running memory-bound tasks changes.
+//! Idle CPUs post no events unless some runqueue holds a task waiting for a CPU.
+
+pub mod cost;
+mod exec;
+mod run;
+pub mod task;
+
+use crate::engine::{Event, EventQueue};
+use crate::memory::NodeMemory;
+use crate::program::Workload;
+use crate::rng::SeedTree;
+use crate::time::{MS, Ns, SEC};
+use cost::Contention;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::sync::Arc;
+pub use task::{Pid, Process, Task, TaskId, TaskState};
+use topo::{CpuId, NodeId, Topology};
+
+/// Kernel-wide tunables of the era being modelled (set by the scheduler).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelParams {
+    /// Time slice of a nice-0 task.
+    pub timeslice: Ns,
+    /// Cap of the sleep credit that makes a task interactive.
+    pub max_sleep_avg: Ns,
+    /// A task that ran less than this long ago is cache hot.
+    pub cache_decay: Ns,
+    /// Timer tick (1 ms at HZ=1000).
+    pub tick: Ns,
+    /// Granularity of memory placement, bytes.
+    pub page_group_bytes: u64,
+}
+
+impl Default for KernelParams {
+    fn default() -> Self {
+        KernelParams {
+            timeslice: 100 * MS,
+            max_sleep_avg: 2 * SEC,
+            cache_decay: 10 * MS,
+            tick: MS,
+            page_group_bytes: 2 << 20,
+        }
+    }
+}
+
+/// Why a task was not migrated by a balancing pass. Every refusal is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// It is the task running on the source CPU.
+    Running,
+    /// The destination CPU is outside its affinity mask.
+    Affinity,
+    /// It ran too recently: its cache is still warm (`cache_nice_tries` not exhausted).
+    CacheHot,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 3] = [Refusal::Running, Refusal::Affinity, Refusal::CacheHot];
+}
+
+/// Event and decision counters of one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Counters {
+    pub context_switches: u64,
+    pub wakeups: u64,
+    pub preemptions: u64,
+    /// Balancing passes run (periodic, idle and new-idle).
+    pub balance_calls: u64,
+    /// Task moves between CPUs by balancing or placement.
+    pub migrations: u64,
+    /// Of those, moves to another node.
+    pub node_migrations: u64,
+    /// Refused migrations by reason, in [`Refusal::ALL`] order.
+    pub refused: [u64; 3],
+    /// Page faults of first touch (in base pages).
+    pub page_faults: u64,
+    /// Bytes moved by page migration.
+    pub migrated_bytes: u64,
+    /// Recomputations of memory contention.
+    pub contention_solves: u64,
+}
+
+impl Counters {
+    pub fn refuse(&mut self, r: Refusal) {
+        self.refused[r as usize] += 1;
+    }
+}
+
+/// A message channel (socket pair end).
+#[derive(Clone, Debug, Default)]
+pub struct Channel {
+    pub pending: u64,
+    pub reader: Option<TaskId>,
+}
+
+/// One CPU's runqueue and bookkeeping.
+#[derive(Clone, Debug)]
+pub struct RunQueue {
+    pub curr: Option<TaskId>,
+    /// Tasks waiting for this CPU (not the current one).
+    pub queue: Vec<TaskId>,
+    /// Round of the task last picked (tasks whose slice expired wait for the next round).
+    pub round: u64,
+    /// Generation of the pending boundary event.
+    pub epoch: u32,
+    /// Generation of the pending balance event.
+    pub balance_epoch: u32,
+    /// No balance event pending (idle and nothing to pull).
+    pub balance_parked: bool,
+    /// The pending balance event was posted at the idle interval.
+    pub balance_idle: bool,
+    /// Offset of this CPU's timer ticks.
+    pub tick_phase: Ns,
+    pub need_resched: bool,
+    /// Time spent running tasks, ns.
+    pub busy_ns: Ns,
+}
+
+impl RunQueue {
+    pub fn nr_running(&self) -> usize {
+        self.queue.len() + usize::from(self.curr.is_some())
+    }
+}
+
+/// The whole simulated machine state.
+pub struct Kernel {
+    pub topo: Arc<Topology>,
+    pub params: KernelParams,
+    pub workload: Arc<Workload>,
+    pub now: Ns,
+    pub events: EventQueue,
+    pub rqs: Vec<RunQueue>,
+    pub tasks: Vec<Task>,
+    pub procs: Vec<Process>,
+    pub mem: NodeMemory,
+    pub chans: Vec<Channel>,
+    pub q: Contention,
+    pub counters: Counters,
+    /// Tasks not yet exited.
+    pub live_tasks: usize,
+    /// Tasks waiting on some runqueue (not running).
+    pub nr_waiting: usize,
+    /// Workload launches not yet started.
+    pub launches_pending: usize,
+    /// Tasks to wake once the current event is handled (message arrivals, child exits).
+    pub(crate) pending_wakes: Vec<TaskId>,
+    contention_dirty: bool,
+    rng: ChaCha8Rng,
+    seq: u64,
+}
+
+impl Kernel {
+    pub fn new(topo: Arc<Topology>, workload: Arc<Workload>, params: KernelParams, seeds: &SeedTree) -> Self {
+        let mut tick_rng = seeds.stream("tick-phase", 0);
+        let rqs = (0..topo.nr_cpus())
+            .map(|_| RunQueue {
+                curr: None,
+                queue: Vec::new(),
+                round: 0,
+                epoch: 0,
+                balance_epoch: 0,
+                balance_parked: true,
+                balance_idle: true,
+                tick_phase: tick_rng.gen_range(0..params.tick),
+                need_resched: false,
+                busy_ns: 0,
+            })
+            .collect();
+        let mut events = EventQueue::new();
+        for (i, l) in workload.launches.iter().enumerate() {
+            events.push(l.at, Event::Timer { id: i as u32 });
+        }
+        let launches_pending = workload.launches.len();
+        Kernel {
+            mem: NodeMemory::new(&topo),
+            q: Contention::idle(topo.nr_nodes()),
+            chans: vec![Channel::default(); workload.channels],
+            topo,
+            params,
+            workload,
+            now: 0,
+            events,
+            rqs,
+            tasks: Vec::new(),
+            procs: Vec::new(),
+            counters: Counters::default(),
+            live_tasks: 0,
+            nr_waiting: 0,
+            launches_pending,
+            pending_wakes: Vec::new(),
+            contention_dirty: false,
+            rng: seeds.stream("workload", 0),
+            seq: 0,
+        }
+    }
+
+    pub fn nr_running(&self, cpu: CpuId) -> usize {
+        self.rqs[cpu].nr_running()
+    }
+
+    pub fn node_of(&self, cpu: CpuId) -> NodeId {
+        self.topo.node_of(cpu)
+    }
+
+    /// Runnable tasks on a node's CPUs.
+    pub fn node_nr_running(&self, node: NodeId) -> usize {
+        self.topo.node_cpus(node).iter().map(|c| self.rqs[c].nr_running()).sum()
+    }
+
+    /// The node holding most of a task's memory.
+    pub fn task_mem_node(&self, t: TaskId) -> Option<NodeId> {
+        self.procs[self.tasks[t].pid].main_node(self.topo.nr_nodes())
+    }
+
+    /// O(1)-style dynamic priority (lower is better): 120 -/+ 5 by sleep credit.
+    pub fn prio(&self, t: TaskId) -> i32 {
+        let task = &self.tasks[t];
+        let bonus = (10 * task.sleep_avg / self.params.max_sleep_avg.max(1)) as i32 - 5;
+        120 - bonus
+    }
+
+    /// A task with at least +2 priority bonus counts as interactive (nice 0 threshold).
+    pub fn is_interactive(&self, t: TaskId) -> bool {
+        self.prio(t) <= 118
+    }
+
+    /// Whether `t` may move to `dst` now; `hot_ok` lets a balancer override cache hotness.
+    pub fn can_migrate(&self, t: TaskId, dst: CpuId, hot_ok: bool) -> Result<(), Refusal> {
+        let task = &self.tasks[t];
+        if task.state == TaskState::Running {
+            return Err(Refusal::Running);
+        }
+        if !task.affinity.contains(dst) {
+            return Err(Refusal::Affinity);
+        }
+        if !hot_ok && self.now.saturating_sub(task.last_ran) < self.params.cache_decay {
+            return Err(Refusal::CacheHot);
+        }
+        Ok(())
+    }
+
+    /// Move a waiting task from its runqueue to `dst`'s (balancing). The caller has checked
+    /// [`Kernel::can_migrate`].
+    pub fn migrate_queued(&mut self, t: TaskId, dst: CpuId) {
+        let src = self.tasks[t].cpu;
+        debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
+        if let Some(pos) = self.rqs[src].queue.iter().position(|&x| x == t) {
+            self.rqs[src].queue.swap_remove(pos);
+            self.nr_waiting -= 1;
+        }
+        self.enqueue(t, dst, false);
+    }
+
+    /// Every task has exited and nothing more will be started.
+    pub fn is_done(&self) -> bool {
+        self.live_tasks == 0 && self.launches_pending == 0
+    }
+
+    /// Random draw from the workload stream (I/O jitter).
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        if hi <= lo { lo } else { self.rng.gen_range(lo..hi) }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Record that the rates of memory-bound tasks must be recomputed.
+    pub fn mark_contention_dirty(&mut self) {
+        self.contention_dirty = true;
+    }
+}

@@ -1,0 +1,483 @@
+//! Running tasks: enqueue and dispatch, progress and accounting, time slices, preemption,
+//! the per-CPU balance ticks, and the contention refresh.
+
+use super::cost::{self, Demand};
+use super::task::{PhaseWork, TaskState};
+use super::{Kernel, TaskId};
+use crate::engine::Event;
+use crate::program::Phase;
+use crate::sched::{CpuScheduler, IdleType};
+use crate::time::Ns;
+use topo::CpuId;
+
+/// Work left below this many units counts as done (floating-point slack).
+const EPS: f64 = 1e-6;
+
+impl Kernel {
+    /// Put a runnable task on `cpu`'s runqueue. With `wakeup`, it may preempt the current task.
+    pub fn enqueue(&mut self, t: TaskId, cpu: CpuId, wakeup: bool) {
+        let old = self.tasks[t].cpu;
+        if old != cpu && self.tasks[t].first_cpu.is_some() {
+            self.counters.migrations += 1;
+            self.tasks[t].migrations += 1;
+            if self.node_of(old) != self.node_of(cpu) {
+                self.counters.node_migrations += 1;
+                self.tasks[t].node_migrations += 1;
+            }
+        }
+        let prio = self.prio(t);
+        let seq = self.next_seq();
+        let round = self.rqs[cpu].round;
+        let task = &mut self.tasks[t];
+        task.cpu = cpu;
+        task.state = TaskState::Runnable;
+        task.rq_key = (round, prio, seq);
+        self.rqs[cpu].queue.push(t);
+        self.nr_waiting += 1;
+        match self.rqs[cpu].curr {
+            None => self.resched(cpu),
+            Some(c) => {
+                if wakeup && prio < self.prio(c) {
+                    self.rqs[cpu].need_resched = true;
+                    self.counters.preemptions += 1;
+                    self.resched(cpu);
+                }
+                self.unpark_balancers();
+            }
+        }
+    }
+
+    /// Ask `cpu` to reschedule now (through an event, so that no handler re-enters another).
+    pub fn resched(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu];
+        rq.epoch = rq.epoch.wrapping_add(1);
+        self.events.push(self.now, Event::CpuBoundary { cpu: cpu as u32, epoch: rq.epoch });
+    }
+
+    /// Handle a boundary or reschedule event on `cpu`.
+    pub(crate) fn on_boundary(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
+        let Some(t) = self.rqs[cpu].curr else {
+            self.dispatch(s, cpu);
+            return;
+        };
+        self.settle(t);
+        if self.tasks[t].cold_ns <= EPS && self.tasks[t].work_left <= EPS {
+            self.complete_phase(t);
+            self.advance(s, t);
+            if self.tasks[t].state != TaskState::Running {
+                self.put_curr(cpu);
+                self.dispatch(s, cpu);
+                return;
+            }
+        }
+        if self.tasks[t].slice_left == 0 {
+            self.expire(cpu, t);
+            self.dispatch(s, cpu);
+        } else if std::mem::take(&mut self.rqs[cpu].need_resched) && !self.rqs[cpu].queue.is_empty() {
+            self.put_curr(cpu);
+            self.requeue(t, cpu, false);
+            self.dispatch(s, cpu);
+        } else {
+            self.start_chunk(cpu, t);
+        }
+    }
+
+    /// Current task leaves the CPU (blocked, exited or requeued).
+    fn put_curr(&mut self, cpu: CpuId) {
+        if let Some(t) = self.rqs[cpu].curr.take() {
+            self.tasks[t].last_ran = self.now;
+            if matches!(self.tasks[t].work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
+                self.mark_contention_dirty();
+            }
+        }
+    }
+
+    /// The slice of `t` ran out: a new slice, and the back of the queue (next round unless
+    /// interactive, as the O(1) scheduler's expired array does).
+    fn expire(&mut self, cpu: CpuId, t: TaskId) {
+        self.put_curr(cpu);
+        self.tasks[t].slice_left = self.params.timeslice;
+        let interactive = self.is_interactive(t);
+        self.requeue(t, cpu, !interactive);
+    }
+
+    fn requeue(&mut self, t: TaskId, cpu: CpuId, next_round: bool) {
+        let prio = self.prio(t);
+        let seq = self.next_seq();
+        let round = self.rqs[cpu].round + u64::from(next_round);
+        let task = &mut self.tasks[t];
+        task.state = TaskState::Runnable;
+        task.rq_key = (round, prio, seq);
+        self.rqs[cpu].queue.push(t);
+        self.nr_waiting += 1;
+        self.unpark_balancers();
+    }
+
+    /// Pick the next task for an idle `cpu`, balancing first if its queue is empty.
+    pub(crate) fn dispatch(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
+        debug_assert!(self.rqs[cpu].curr.is_none());
+        self.rqs[cpu].need_resched = false;
+        loop {
+            if self.rqs[cpu].queue.is_empty() {
+                self.counters.balance_calls += 1;
+                s.balance(self, cpu, IdleType::NewIdle);
+            }
+            let Some(pos) = self.pick(cpu) else {
+                self.go_idle(cpu);
+                return;
+            };
+            let t = self.rqs[cpu].queue.swap_remove(pos);
+            self.nr_waiting -= 1;
+            let was_idle_cpu = self.rqs[cpu].balance_parked || self.rqs[cpu].balance_idle;
+            self.rqs[cpu].round = self.tasks[t].rq_key.0;
+            self.rqs[cpu].curr = Some(t);
+            self.counters.context_switches += 1;
+            self.tasks[t].state = TaskState::Running;
+            self.tasks[t].last_settle = self.now;
+            if self.tasks[t].first_cpu.is_none() {
+                self.tasks[t].first_cpu = Some(cpu);
+            }
+            self.charge_cold_cache(t, cpu);
+            if self.tasks[t].work == PhaseWork::None {
+                self.advance(s, t);
+                if self.tasks[t].state != TaskState::Running {
+                    self.put_curr(cpu);
+                    continue;
+                }
+            }
+            if was_idle_cpu {
+                self.schedule_balance(s, cpu);
+            }
+            self.start_chunk(cpu, t);
+            return;
+        }
+    }
+
+    fn pick(&self, cpu: CpuId) -> Option<usize> {
+        let q = &self.rqs[cpu].queue;
+        (0..q.len()).min_by_key(|&i| self.tasks[q[i]].rq_key)
+    }
+
+    fn go_idle(&mut self, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu];
+        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+        rq.balance_parked = true;
+        if self.nr_waiting > 0 {
+            self.unpark(cpu);
+        }
+    }
+
+    /// A task that moves to a CPU outside the cache it last used refills its working set.
+    fn charge_cold_cache(&mut self, t: TaskId, cpu: CpuId) {
+        let llc = self.topo.cpus[cpu].llc;
+        if self.tasks[t].last_llc == Some(llc) {
+            return;
+        }
+        let had_cache = self.tasks[t].last_llc.is_some();
+        self.tasks[t].last_llc = Some(llc);
+        if !had_cache {
+            return;
+        }
+        let p = &self.procs[self.tasks[t].pid];
+        let resident: u64 = p.regions.iter().map(|r| r.allocated_bytes()).sum();
+        let cached = resident.min(self.topo.cpu_model.llc_bytes) as f64;
+        if cached == 0.0 {
+            return;
+        }
+        let node = self.node_of(cpu);
+        let nb = p.node_bytes(self.topo.nr_nodes());
+        let total: u64 = nb.iter().sum();
+        let lat: f64 = nb
+            .iter()
+            .enumerate()
+            .map(|(j, &b)| b as f64 / total.max(1) as f64 * self.topo.latency_ns(node, j))
+            .sum();
+        let lines = cached / self.topo.cpu_model.line_bytes as f64;
+        self.tasks[t].cold_ns = lines * lat / self.topo.cpu_model.mlp.max(1e-3);
+    }
+
+    /// Advance a running task's accounting to now.
+    pub(crate) fn settle(&mut self, t: TaskId) {
+        let now = self.now;
+        let cpu = self.tasks[t].cpu;
+        let node = self.node_of(cpu);
+        let task = &mut self.tasks[t];
+        let dt = now.saturating_sub(task.last_settle);
+        if dt == 0 {
+            return;
+        }
+        task.last_settle = now;
+        task.slice_left = task.slice_left.saturating_sub(dt);
+        task.sleep_avg = task.sleep_avg.saturating_sub(dt);
+        self.rqs[cpu].busy_ns += dt;
+        let mut d = dt as f64;
+        let cold = task.cold_ns.min(d);
+        task.cold_ns -= cold;
+        task.user_ns += cold;
+        task.node_user_ns[node] += cold;
+        d -= cold;
+        if d > 0.0 {
+            task.work_left -= d * task.rate;
+            let user = d * task.user_frac;
+            task.user_ns += user;
+            task.node_user_ns[node] += user;
+            task.sys_ns += d - user;
+        }
+        if let PhaseWork::Touch { region } = task.work {
+            self.touch_progress(t, region);
+        }
+    }
+
+    /// First-touch the page groups a `Touch` phase has reached.
+    fn touch_progress(&mut self, t: TaskId, region: usize) {
+        let task = &self.tasks[t];
+        let node = self.node_of(task.cpu);
+        let proc = &mut self.procs[task.pid];
+        let r = &mut proc.regions[region];
+        let done = (r.bytes as f64 - task.work_left.max(0.0)).max(0.0);
+        let gb = self.params.page_group_bytes as f64;
+        let reached = ((done / gb).floor() as usize + 1).min(r.groups.len());
+        let mut newly = 0u64;
+        for g in 0..reached {
+            if r.groups[g].is_none() && self.mem.touch(&self.topo, r, g, node).is_some() {
+                newly += r.group_size(g);
+            }
+        }
+        if newly > 0 {
+            self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
+            self.mark_contention_dirty();
+        }
+    }
+
+    /// Set the rate of the current phase and post the next boundary event.
+    fn start_chunk(&mut self, cpu: CpuId, t: TaskId) {
+        self.set_rate(t);
+        self.post_boundary(cpu, t);
+    }
+
+    pub(crate) fn post_boundary(&mut self, cpu: CpuId, t: TaskId) {
+        let task = &self.tasks[t];
+        let mut until = task.work_left.max(0.0);
+        if let PhaseWork::Touch { region } = task.work {
+            // Stop at the next page-group boundary so the group lands where the task is then.
+            let r = &self.procs[task.pid].regions[region];
+            let gb = self.params.page_group_bytes as f64;
+            let done = r.bytes as f64 - until;
+            let next = ((done / gb).floor() + 1.0) * gb;
+            until = until.min((next - done).max(1.0));
+        }
+        let work_ns = if task.rate > 0.0 { until / task.rate } else { f64::INFINITY };
+        let ns = (task.cold_ns + work_ns).min(task.slice_left as f64).ceil().max(1.0);
+        let at = self.now.saturating_add(ns as Ns);
+        let rq = &mut self.rqs[cpu];
+        rq.epoch = rq.epoch.wrapping_add(1);
+        self.events.push(at, Event::CpuBoundary { cpu: cpu as u32, epoch: rq.epoch });
+    }
+
+    /// Rate of `t`'s current phase at its CPU under the current contention.
+    fn set_rate(&mut self, t: TaskId) {
+        let task = &self.tasks[t];
+        let nspc = self.topo.ns_per_cycle();
+        let (rate, user_frac) = match task.work {
+            PhaseWork::None => (0.0, 1.0),
+            PhaseWork::Cycles { user } => (1.0 / nspc, if user { 1.0 } else { 0.0 }),
+            PhaseWork::RecvMsgs { .. } => (1.0 / nspc, 0.0),
+            PhaseWork::MemOps => {
+                let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc]
+                else {
+                    unreachable!("MemOps work outside a Memory phase")
+                };
+                let share = self.cache_share(task.cpu);
+                let xfer = self.xfer_costs(t, op);
+                let regions = &self.procs[task.pid].regions;
+                let p = cost::op_profile(&self.topo, op, regions, self.node_of(task.cpu), share, &self.q, &xfer);
+                (1.0 / p.ns.max(1e-9), 1.0)
+            }
+            PhaseWork::Touch { .. } => {
+                // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
+                // both streaming to the node the page lands on (local, by first touch).
+                let node = self.node_of(task.cpu);
+                let lat = self.topo.latency_ns(node, node) * self.q.local[node];
+                let line = self.topo.cpu_model.line_bytes as f64;
+                let per_byte_write = lat / self.topo.cpu_model.mlp.max(1e-3) / line;
+                let fault = self.topo.memory.fault_overhead_ns / self.topo.memory.page_bytes as f64;
+                let per_byte = 2.0 * per_byte_write + fault;
+                (1.0 / per_byte, per_byte_write / per_byte)
+            }
+        };
+        let task = &mut self.tasks[t];
+        task.rate = rate;
+        task.user_frac = user_frac;
+        if matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
+            self.contention_dirty = true;
+        }
+    }
+
+    /// LLC bytes available to one memory-bound task on `cpu`'s cache.
+    fn cache_share(&self, cpu: CpuId) -> f64 {
+        let llc = self.topo.cpus[cpu].llc;
+        let sharers = self
+            .topo
+            .llc_cpus(cpu)
+            .iter()
+            .filter(|&c| {
+                self.topo.cpus[c].llc == llc
+                    && self.rqs[c].curr.is_some_and(|x| self.tasks[x].work == PhaseWork::MemOps)
+            })
+            .count()
+            .max(1);
+        self.topo.cpu_model.llc_bytes as f64 / sharers as f64
+    }
+
+    /// Cache-line transfer cost per access of `op` for task `t`: mean over the other running
+    /// threads of its process that write the same region.
+    fn xfer_costs(&self, t: TaskId, op: &crate::program::OpCost) -> Vec<f64> {
+        if op.accesses.iter().all(|a| a.contended == 0.0) {
+            return Vec::new();
+        }
+        let task = &self.tasks[t];
+        let me = self.node_of(task.cpu);
+        let proc = &self.procs[task.pid];
+        op.accesses
+            .iter()
+            .map(|a| {
+                let mut sum = 0.0;
+                let mut n = 0usize;
+                for &o in &proc.threads {
+                    let other = &self.tasks[o];
+                    if o == t || other.state != TaskState::Running || other.work != PhaseWork::MemOps {
+                        continue;
+                    }
+                    let Phase::Memory { op: oop, .. } = &self.workload.programs[other.program].phases[other.pc]
+                    else {
+                        continue;
+                    };
+                    if oop.accesses.iter().any(|x| x.region == a.region && x.write) {
+                        sum += cost::line_transfer_ns(&self.topo, me, self.node_of(other.cpu));
+                        n += 1;
+                    }
+                }
+                if n == 0 { 0.0 } else { sum / n as f64 }
+            })
+            .collect()
+    }
+
+    /// Recompute contention and the rates of all running memory-bound tasks.
+    pub(crate) fn refresh_contention(&mut self) {
+        if !self.contention_dirty {
+            return;
+        }
+        self.contention_dirty = false;
+        self.counters.contention_solves += 1;
+        let mem_cpus: Vec<CpuId> = (0..self.rqs.len())
+            .filter(|&c| {
+                self.rqs[c]
+                    .curr
+                    .is_some_and(|t| matches!(self.tasks[t].work, PhaseWork::MemOps | PhaseWork::Touch { .. }))
+            })
+            .collect();
+        for &c in &mem_cpus {
+            let t = self.rqs[c].curr.unwrap_or_default();
+            self.settle(t);
+        }
+        let q = {
+            let mut demands = Vec::new();
+            for &c in &mem_cpus {
+                let t = self.rqs[c].curr.unwrap_or_default();
+                let task = &self.tasks[t];
+                if let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] {
+                    demands.push(Demand {
+                        cpu_node: self.node_of(c),
+                        op,
+                        regions: &self.procs[task.pid].regions,
+                        cache_share: self.cache_share(c),
+                        xfer_ns: self.xfer_costs(t, op),
+                    });
+                }
+            }
+            cost::solve_contention(&self.topo, &demands, &self.q)
+        };
+        self.q = q;
+        for &c in &mem_cpus {
+            let t = self.rqs[c].curr.unwrap_or_default();
+            self.start_chunk(c, t);
+        }
+        self.contention_dirty = false;
+    }
+
+    // ---- balance ticks -------------------------------------------------------------------
+
+    /// Post the next periodic balance event for `cpu` (busy or idle interval), aligned to
+    /// the tick grid as the kernel's `jiffies % interval` test is.
+    pub(crate) fn schedule_balance(&mut self, s: &dyn CpuScheduler, cpu: CpuId) {
+        let idle = self.rqs[cpu].curr.is_none();
+        let tick = self.params.tick;
+        let every = (s.balance_interval(self, cpu, idle) / tick).max(1);
+        let phase = self.rqs[cpu].tick_phase;
+        let mut m = if self.now < phase { 0 } else { (self.now - phase) / tick + 1 };
+        m = m.div_ceil(every) * every;
+        let at = phase + m * tick;
+        let rq = &mut self.rqs[cpu];
+        rq.balance_parked = false;
+        rq.balance_idle = idle;
+        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+        self.events.push(at, Event::Balance { cpu: cpu as u32, epoch: rq.balance_epoch });
+    }
+
+    fn unpark(&mut self, cpu: CpuId) {
+        // Deferred: the scheduler is not at hand here, the event handler asks for the interval.
+        let rq = &mut self.rqs[cpu];
+        rq.balance_parked = false;
+        rq.balance_idle = true;
+        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+        let tick = self.params.tick;
+        let phase = rq.tick_phase;
+        let m = if self.now < phase { 0 } else { (self.now - phase) / tick + 1 };
+        self.events.push(phase + m * tick, Event::Balance { cpu: cpu as u32, epoch: rq.balance_epoch });
+    }
+
+    /// Some task is waiting for a CPU: idle CPUs resume their idle balance ticks.
+    fn unpark_balancers(&mut self) {
+        for cpu in 0..self.rqs.len() {
+            if self.rqs[cpu].balance_parked && self.rqs[cpu].curr.is_none() {
+                self.unpark(cpu);
+            }
+        }
+    }
+
+    /// Handle a periodic balance event.
+    pub(crate) fn on_balance(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
+        let idle = self.rqs[cpu].curr.is_none();
+        self.counters.balance_calls += 1;
+        s.balance(self, cpu, if idle { IdleType::Idle } else { IdleType::Busy });
+        if self.rqs[cpu].curr.is_none() && self.nr_waiting == 0 {
+            self.rqs[cpu].balance_parked = true;
+            return;
+        }
+        self.schedule_balance(s, cpu);
+    }
+
+    /// Wake a sleeping or blocked task.
+    pub(crate) fn wake(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
+        let task = &mut self.tasks[t];
+        if !matches!(task.state, TaskState::Sleeping | TaskState::Blocked) {
+            return;
+        }
+        let slept = self.now.saturating_sub(task.sleep_since);
+        task.sleep_avg = (task.sleep_avg + slept).min(self.params.max_sleep_avg);
+        self.counters.wakeups += 1;
+        let mut cpu = s.wake_cpu(self, t);
+        if !self.tasks[t].affinity.contains(cpu) {
+            cpu = self.tasks[t].affinity.first().unwrap_or(0);
+        }
+        self.enqueue(t, cpu, true);
+    }
+
+    /// Put the current task of its CPU to sleep until `until` (I/O, timer).
+    pub(crate) fn sleep_until(&mut self, t: TaskId, until: Ns) {
+        let task = &mut self.tasks[t];
+        task.state = TaskState::Sleeping;
+        task.sleep_since = self.now;
+        self.events.push(until, Event::Wake { task: t as u32 });
+    }
+}

@@ -1,0 +1,137 @@
+//! Tasks (threads) and processes (address spaces) as the kernel model sees them.
+
+use crate::memory::Region;
+use crate::time::Ns;
+use topo::{CpuId, CpuSet, NodeId};
+
+pub type TaskId = usize;
+pub type Pid = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// On a runqueue, waiting for its CPU.
+    Runnable,
+    /// Current task of its CPU.
+    Running,
+    /// Sleeping until a timer (I/O, sleep).
+    Sleeping,
+    /// Blocked on a channel or on its children.
+    Blocked,
+    Exited,
+}
+
+/// What kind of CPU time the current phase consumes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PhaseWork {
+    /// No phase in progress.
+    None,
+    /// Cycles of in-cache work, user or kernel mode.
+    Cycles { user: bool },
+    /// Operations of a `Memory` phase (user mode).
+    MemOps,
+    /// Bytes of a `Touch` phase: faults (kernel) and writes (user).
+    Touch { region: usize },
+    /// Messages of a `Recv` phase being read (kernel mode).
+    RecvMsgs { msgs: u32 },
+}
+
+/// One schedulable thread.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub id: TaskId,
+    pub pid: Pid,
+    pub program: usize,
+    pub state: TaskState,
+    /// CPU it runs or waits on, or last ran on.
+    pub cpu: CpuId,
+    pub affinity: CpuSet,
+    /// Node-affine schedulers: the node this task belongs to.
+    pub home_node: Option<NodeId>,
+    /// Program counter (index of the current phase).
+    pub pc: usize,
+    /// Open loops: (index of the Loop phase, iterations left after this one).
+    pub loops: Vec<(usize, u32)>,
+    pub work: PhaseWork,
+    /// Units of the current phase still to do (cycles, ops or bytes).
+    pub work_left: f64,
+    /// Progress rate while running, units per ns.
+    pub rate: f64,
+    /// Fraction of running time charged as user time (rest is system time).
+    pub user_frac: f64,
+    /// Cold-cache refill still to pay after a move to another cache (ns of stall).
+    pub cold_ns: f64,
+    pub last_settle: Ns,
+    /// Messages still to receive in the current `Recv` phase.
+    pub recv_left: u32,
+    pub user_ns: f64,
+    pub sys_ns: f64,
+    pub node_user_ns: Vec<f64>,
+    pub created: Ns,
+    pub exited: Option<Ns>,
+    /// CPU it first ran on (the numa_test "iSched").
+    pub first_cpu: Option<CpuId>,
+    /// When it last stopped running (cache-hot test).
+    pub last_ran: Ns,
+    /// LLC whose cache holds its working set, if any.
+    pub last_llc: Option<usize>,
+    /// O(1)-style interactivity estimate: sleep time credit, ns.
+    pub sleep_avg: Ns,
+    pub sleep_since: Ns,
+    /// Time slice left, ns.
+    pub slice_left: Ns,
+    /// Runqueue ordering key: (round, priority, sequence).
+    pub rq_key: (u64, i32, u64),
+    pub parent: Option<TaskId>,
+    pub children_alive: u32,
+    pub waiting_children: bool,
+    /// Reported as a job (numa_test worker).
+    pub job: bool,
+    /// Moves to another CPU (balancing or placement).
+    pub migrations: u32,
+    /// Moves to another node.
+    pub node_migrations: u32,
+    /// Bytes of its process's memory per node when it exited.
+    pub mem_at_exit: Vec<u64>,
+}
+
+impl Task {
+    pub fn is_runnable(&self) -> bool {
+        matches!(self.state, TaskState::Runnable | TaskState::Running)
+    }
+}
+
+/// An address space and its regions.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub pid: Pid,
+    pub program: usize,
+    pub regions: Vec<Region>,
+    pub threads_alive: u32,
+    pub threads: Vec<TaskId>,
+}
+
+impl Process {
+    /// Bytes of this process on each node.
+    pub fn node_bytes(&self, nr_nodes: usize) -> Vec<u64> {
+        let mut v = vec![0u64; nr_nodes];
+        for r in &self.regions {
+            for (n, b) in r.node_bytes.iter().enumerate() {
+                v[n] += b;
+            }
+        }
+        v
+    }
+
+    /// The node holding most of this process's memory (ties: lowest id); None before any
+    /// memory is placed.
+    pub fn main_node(&self, nr_nodes: usize) -> Option<NodeId> {
+        let v = self.node_bytes(nr_nodes);
+        let (node, &max) = v.iter().enumerate().max_by_key(|(i, b)| (**b, usize::MAX - i))?;
+        (max > 0).then_some(node)
+    }
+
+    /// Total bytes of all regions (allocated or not).
+    pub fn footprint(&self) -> u64 {
+        self.regions.iter().map(|r| r.bytes).sum()
+    }
+}

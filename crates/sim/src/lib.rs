@@ -1,0 +1,22 @@
+//! homenode's simulator: a deterministic discrete-event model of a NUMA machine running a
+//! Linux-style CPU scheduler.
+//!
+//! - [`engine`]: the event queue (integer ns, FIFO among equal times);
+//! - [`kernel`]: runqueues, task life cycle, accounting, cost model;
+//! - [`sched`]: the CPU-level schedulers (plug-ins);
+//! - [`memory`]: page groups, placement policies, per-node capacity;
+//! - [`workload`]: numa_test and the TOML workload format;
+//! - [`sim`]: one run; [`numa_test`]: the numa_test experiment matrix and its report.
+
+pub mod engine;
+pub mod kernel;
+pub mod memory;
+pub mod numa_test;
+pub mod program;
+pub mod rng;
+pub mod sched;
+pub mod sim;
+pub mod time;
+pub mod workload;
+
+pub use sim::{RunError, RunResult, Sim};

@@ -1,0 +1,212 @@
+//! What simulated tasks execute: a program is a flat list of phases (with loop markers),
+//! interpreted one phase at a time by each task. A workload is a set of programs plus what is
+//! started when.
+//!
+//! Work is expressed in hardware-neutral units (CPU cycles, memory accesses, bytes) so that
+//! the same program runs slower or faster on different machines through the cost model.
+
+use crate::memory::MemPolicy;
+use crate::time::Ns;
+
+/// How an access walks its region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Independent random addresses: each access is one cache line, hit only if the line
+    /// happens to be cached.
+    Random,
+    /// Sequential: every byte is used, lines are fetched once per pass.
+    Stream,
+}
+
+/// One memory access made by every operation of a `Memory` phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Access {
+    /// Index into the process's regions.
+    pub region: usize,
+    pub pattern: Pattern,
+    /// Bytes used per operation.
+    pub bytes: f64,
+    /// The access writes (the line is written back later: twice the traffic).
+    pub write: bool,
+    /// Fraction of these accesses that find the line last written by another running thread
+    /// of the same process (0 for private data). Such accesses pay a cache-line transfer.
+    pub contended: f64,
+}
+
+/// The cost of one operation of a `Memory` phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpCost {
+    /// Core cycles of non-memory work per operation.
+    pub cycles: f64,
+    pub accesses: Vec<Access>,
+}
+
+/// One step of a program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase {
+    /// User-mode CPU work that stays in cache.
+    Compute { cycles: f64 },
+    /// Kernel-mode CPU work (system calls, fork), charged as system time.
+    Kernel { cycles: f64 },
+    /// `ops` operations, each costing `op` (user time).
+    Memory { ops: f64, op: OpCost },
+    /// First-touch initialisation: write every byte of a region once. Page faults (system
+    /// time) place its page groups on the node of the CPU running at the time.
+    Touch { region: usize },
+    /// Block for a while (I/O, timer); `jitter` is a +/- fraction drawn per sleep.
+    Sleep { ns: Ns, jitter: f64 },
+    /// Write `msgs` messages to each channel (system time), waking blocked readers.
+    Send { chans: Vec<usize>, msgs: u32, cycles_per_msg: f64 },
+    /// Read `msgs` messages from a channel in total, blocking while it is empty.
+    Recv { chan: usize, msgs: u32, cycles_per_msg: f64 },
+    /// Fork and exec `count` new processes running program `program`.
+    Spawn { program: usize, count: u32 },
+    /// Create `count` more threads of this process running program `program`.
+    Thread { program: usize, count: u32 },
+    /// Wait until every child (process or thread) this task created has exited.
+    Wait,
+    /// Repeat the phases up to the matching `EndLoop` `count` times.
+    Loop { count: u32 },
+    EndLoop,
+}
+
+/// A memory region a process gets at exec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionSpec {
+    pub name: String,
+    pub bytes: u64,
+    pub policy: MemPolicy,
+}
+
+/// A program: its phases, and the regions a process running it owns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub name: String,
+    pub phases: Vec<Phase>,
+    pub regions: Vec<RegionSpec>,
+    /// Tasks running this program are reported as jobs (for example numa_test's workers).
+    pub job: bool,
+    /// Restrict tasks to these CPUs (None: all CPUs).
+    pub affinity: Option<Vec<usize>>,
+}
+
+impl Program {
+    /// Index of the `EndLoop` matching the `Loop` at `start`.
+    pub fn loop_end(&self, start: usize) -> Option<usize> {
+        let mut depth = 0usize;
+        for (i, p) in self.phases.iter().enumerate().skip(start) {
+            match p {
+                Phase::Loop { .. } => depth += 1,
+                Phase::EndLoop => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Check loops are balanced and indices in range.
+    pub fn validate(&self, nr_programs: usize, nr_chans: usize) -> Result<(), String> {
+        let mut depth: i64 = 0;
+        for (i, p) in self.phases.iter().enumerate() {
+            let at = || format!("program `{}` phase {}", self.name, i + 1);
+            match p {
+                Phase::Loop { .. } => depth += 1,
+                Phase::EndLoop => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return Err(format!("{}: end of loop without a loop", at()));
+                    }
+                }
+                Phase::Touch { region } if *region >= self.regions.len() => {
+                    return Err(format!("{}: no region {}", at(), region));
+                }
+                Phase::Memory { op, ops } => {
+                    if !ops.is_finite() || *ops < 0.0 || !op.cycles.is_finite() || op.cycles < 0.0 {
+                        return Err(format!("{}: ops and cycles must be finite and >= 0", at()));
+                    }
+                    for a in &op.accesses {
+                        if a.region >= self.regions.len() {
+                            return Err(format!("{}: no region {}", at(), a.region));
+                        }
+                        if !(a.bytes.is_finite() && a.bytes > 0.0) || !(0.0..=1.0).contains(&a.contended) {
+                            return Err(format!("{}: access bytes must be > 0, contended in 0..1", at()));
+                        }
+                    }
+                }
+                Phase::Compute { cycles } | Phase::Kernel { cycles }
+                    if !cycles.is_finite() || *cycles < 0.0 =>
+                {
+                    return Err(format!("{}: cycles must be finite and >= 0", at()));
+                }
+                Phase::Spawn { program, .. } | Phase::Thread { program, .. }
+                    if *program >= nr_programs =>
+                {
+                    return Err(format!("{}: no program {}", at(), program));
+                }
+                Phase::Send { chans, .. } if chans.iter().any(|&c| c >= nr_chans) => {
+                    return Err(format!("{}: no such channel", at()));
+                }
+                Phase::Recv { chan, .. } if *chan >= nr_chans => {
+                    return Err(format!("{}: no such channel", at()));
+                }
+                Phase::Sleep { jitter, .. } if !(0.0..1.0).contains(jitter) => {
+                    return Err(format!("{}: sleep jitter must be in 0..1", at()));
+                }
+                _ => {}
+            }
+        }
+        if depth != 0 {
+            return Err(format!("program `{}`: a loop is not closed", self.name));
+        }
+        Ok(())
+    }
+}
+
+/// Something started by the workload itself (not forked by a task).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub program: usize,
+    /// Processes to start.
+    pub count: u32,
+    /// Threads per process (each runs the program).
+    pub threads: u32,
+    /// When to start them.
+    pub at: Ns,
+    /// Start on this CPU (None: CPU 0, as a shell started from a login would be).
+    pub cpu: Option<usize>,
+}
+
+/// A complete workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    pub programs: Vec<Program>,
+    pub launches: Vec<Launch>,
+    /// Number of message channels (sockets, pipes).
+    pub channels: usize,
+    /// The program whose tasks' life span is the "disturbance" (hackbench), if any.
+    pub disturbance: Option<usize>,
+}
+
+impl Workload {
+    pub fn validate(&self) -> Result<(), String> {
+        for p in &self.programs {
+            p.validate(self.programs.len(), self.channels)?;
+        }
+        for l in &self.launches {
+            if l.program >= self.programs.len() {
+                return Err(format!("workload `{}`: launch of unknown program {}", self.name, l.program));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn program_index(&self, name: &str) -> Option<usize> {
+        self.programs.iter().position(|p| p.name == name)
+    }
+}

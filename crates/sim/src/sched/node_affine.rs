@@ -1,0 +1,160 @@
+//! Schedulers E and F: the node-affine NUMA scheduler (pooling scheduler with homenodes).
+//!
+//! CPUs are pooled by node. A CPU balances inside its own node exactly like the O(1)
+//! scheduler; only when that finds nothing does it look at other nodes, and it may steal
+//! from a remote node only once the remote imbalance has persisted for a delay that is short
+//! when the CPU is idle and longer when it is busy, scaled by the node distance.
+//!
+//! Every task has a homenode. When a CPU looks at remote runqueues, each task there whose
+//! homenode is the CPU's node adds `home_bonus` to that queue's load, so queues holding "our"
+//! tasks look busier; from the chosen queue it takes its own node's tasks first. Tasks pushed
+//! off their node by a load peak are thus pulled back home once their node has room.
+//!
+//! - `node-affine-static` (E): at exec the task gets the least loaded node as homenode, is
+//!   moved to that node's least loaded CPU, and its memory is allocated there.
+//! - `node-affine-dynamic` (F): no exec placement; the homenode is recomputed whenever it is
+//!   needed as the node holding most of the task's memory.
+
+use super::balance::{QueueBalancer, pull, pull_order};
+use super::o1::O1Params;
+use super::options::{SchedOptions, fmt_duration};
+use super::{CpuScheduler, ExecPlacement, IdleType};
+use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::time::{MS, Ns};
+use topo::{CpuId, CpuSet, NodeId, Topology};
+
+pub struct NodeAffine {
+    dynamic: bool,
+    p: O1Params,
+    /// Remote steal delay for an idle CPU (scaled by distance / 10).
+    delay_idle: Ns,
+    /// Remote steal delay for a busy CPU (scaled by distance / 10).
+    delay_busy: Ns,
+    /// Load bonus of a remote queue per task whose homenode is the balancing CPU's node.
+    home_bonus: usize,
+    node_qb: QueueBalancer,
+    remote_qb: QueueBalancer,
+    /// Since when each CPU has seen a remote imbalance.
+    imbalanced_since: Vec<Option<Ns>>,
+    node_spans: Vec<CpuSet>,
+}
+
+impl NodeAffine {
+    pub fn new(topo: &Topology, dynamic: bool, o: &mut SchedOptions) -> Result<Self, String> {
+        let p = O1Params::from_options(o)?;
+        let n = topo.nr_cpus();
+        Ok(NodeAffine {
+            dynamic,
+            delay_idle: o.duration("pool_delay_idle", 0)?,
+            delay_busy: o.duration("pool_delay_busy", 200 * MS)?,
+            home_bonus: o.uint("home_bonus", 1)? as usize,
+            node_qb: QueueBalancer::new(n, p.imbalance_pct),
+            remote_qb: QueueBalancer::new(n, p.imbalance_pct),
+            imbalanced_since: vec![None; n],
+            node_spans: (0..topo.nr_nodes()).map(|i| topo.node_cpus(i).clone()).collect(),
+            p,
+        })
+    }
+
+    fn home(&self, k: &Kernel, t: TaskId) -> Option<NodeId> {
+        if self.dynamic { k.task_mem_node(t) } else { k.tasks[t].home_node }
+    }
+
+    /// Waiting tasks on `cpu` whose homenode is `node`.
+    fn homed_on(&self, k: &Kernel, cpu: CpuId, node: NodeId) -> usize {
+        k.rqs[cpu].queue.iter().filter(|&&t| self.home(k, t) == Some(node)).count()
+    }
+
+    /// The remote CPUs to search: those of nodes at least as loaded (per CPU) as ours.
+    fn remote_span(&self, k: &Kernel, node: NodeId) -> CpuSet {
+        let load = |n: NodeId| k.node_nr_running(n) as f64 / self.node_spans[n].count().max(1) as f64;
+        let mine = load(node);
+        let mut span = CpuSet::new();
+        for (n, cpus) in self.node_spans.iter().enumerate() {
+            if n != node && load(n) >= mine {
+                span = span.union(cpus);
+            }
+        }
+        span
+    }
+
+    fn steal_remote(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) -> usize {
+        let node = k.node_of(cpu);
+        let span = self.remote_span(k, node);
+        let bonus = self.home_bonus;
+        let weights: Vec<usize> =
+            (0..k.rqs.len()).map(|c| bonus * self.homed_on(k, c, node)).collect();
+        let found = self.remote_qb.find_busiest(k, cpu, &span, idle, |c| weights[c]);
+        let Some(b) = found else {
+            self.imbalanced_since[cpu] = None;
+            return 0;
+        };
+        let since = *self.imbalanced_since[cpu].get_or_insert(k.now);
+        let base = if idle.is_idle() { self.delay_idle } else { self.delay_busy };
+        let dist = u64::from(k.topo.distance(node, k.node_of(b.cpu)));
+        if k.now - since < base * dist / 10 {
+            return 0;
+        }
+        let mut cands = pull_order(k, b.cpu);
+        // Own tasks first, the rest in the usual order (stable sort keeps it).
+        cands.sort_by_key(|&t| self.home(k, t) != Some(node));
+        let moved = pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false);
+        if moved > 0 {
+            self.imbalanced_since[cpu] = None;
+        }
+        moved
+    }
+}
+
+impl CpuScheduler for NodeAffine {
+    fn name(&self) -> &'static str {
+        if self.dynamic { "node-affine-dynamic" } else { "node-affine-static" }
+    }
+
+    fn options(&self) -> Vec<(String, String)> {
+        let mut v = self.p.describe();
+        v.push(("pool_delay_idle".into(), fmt_duration(self.delay_idle)));
+        v.push(("pool_delay_busy".into(), fmt_duration(self.delay_busy)));
+        v.push(("home_bonus".into(), self.home_bonus.to_string()));
+        v
+    }
+
+    fn kernel_params(&self) -> KernelParams {
+        self.p.kernel.clone()
+    }
+
+    fn balance_interval(&self, _k: &Kernel, _cpu: CpuId, idle: bool) -> Ns {
+        if idle { self.p.idle_interval } else { self.p.busy_interval }
+    }
+
+    fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
+        let span = self.node_spans[k.node_of(cpu)].clone();
+        if let Some(b) = self.node_qb.find_busiest(k, cpu, &span, idle, |_| 0) {
+            let cands = pull_order(k, b.cpu);
+            if pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false) > 0 {
+                return;
+            }
+        }
+        self.steal_remote(k, cpu, idle);
+    }
+
+    fn exec(&mut self, k: &Kernel, _task: TaskId, _cpu: CpuId) -> ExecPlacement {
+        if self.dynamic {
+            return ExecPlacement::default();
+        }
+        // Least loaded node per CPU (ties: lowest id), then its least loaded CPU.
+        let node = (0..self.node_spans.len())
+            .min_by(|&a, &b| {
+                let la = k.node_nr_running(a) as f64 / self.node_spans[a].count() as f64;
+                let lb = k.node_nr_running(b) as f64 / self.node_spans[b].count() as f64;
+                la.total_cmp(&lb).then(a.cmp(&b))
+            })
+            .unwrap_or(0);
+        let cpu = self.node_spans[node].iter().min_by_key(|&c| (k.nr_running(c), c));
+        ExecPlacement { cpu, home: Some(node), alloc_on_home: true }
+    }
+
+    fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {
+        self.home(k, task)
+    }
+}

@@ -1,0 +1,102 @@
+//! Scheduler A: the O(1) scheduler of Linux 2.5.39, NUMA-oblivious.
+//!
+//! All CPUs form one balancing domain: a CPU pulls from the longest runqueue anywhere,
+//! every `idle_interval` (1 ms) when idle and every `busy_interval` (200 ms) when busy, when
+//! the imbalance reaches `imbalance_pct`. Forked tasks start on their parent's CPU and exec
+//! does not move them; a woken task returns to the CPU it last ran on.
+
+use super::balance::{QueueBalancer, pull, pull_order};
+use super::options::{SchedOptions, fmt_duration};
+use super::{CpuScheduler, IdleType};
+use crate::kernel::{Kernel, KernelParams};
+use crate::time::{MS, Ns};
+use topo::{CpuId, CpuSet, Topology};
+
+/// Parameters shared by the 2.5-era schedulers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct O1Params {
+    pub busy_interval: Ns,
+    pub idle_interval: Ns,
+    pub imbalance_pct: u32,
+    /// Most tasks one pass may move (0: up to the imbalance).
+    pub max_pull: usize,
+    pub kernel: KernelParams,
+}
+
+impl O1Params {
+    /// Read the 2.5.39 defaults and their overrides.
+    pub fn from_options(o: &mut SchedOptions) -> Result<Self, String> {
+        let d = KernelParams::default();
+        Ok(O1Params {
+            busy_interval: o.duration("busy_interval", 200 * MS)?,
+            idle_interval: o.duration("idle_interval", MS)?,
+            imbalance_pct: o.uint("imbalance_pct", 125)?.clamp(100, 1000) as u32,
+            max_pull: o.uint("max_pull", 0)? as usize,
+            kernel: KernelParams {
+                // 2.5 O(1): slices from 10 ms (nice 19) to 300 ms (nice -20); nice 0 gets
+                // 10 + 290 * 19/39 ms.
+                timeslice: o.duration("timeslice", 151 * MS)?,
+                max_sleep_avg: o.duration("max_sleep_avg", 2000 * MS)?,
+                cache_decay: o.duration("cache_decay", 10 * MS)?,
+                ..d
+            },
+        })
+    }
+
+    pub fn describe(&self) -> Vec<(String, String)> {
+        vec![
+            ("busy_interval".into(), fmt_duration(self.busy_interval)),
+            ("idle_interval".into(), fmt_duration(self.idle_interval)),
+            ("imbalance_pct".into(), self.imbalance_pct.to_string()),
+            ("max_pull".into(), if self.max_pull == 0 { "imbalance".into() } else { self.max_pull.to_string() }),
+            ("timeslice".into(), fmt_duration(self.kernel.timeslice)),
+            ("max_sleep_avg".into(), fmt_duration(self.kernel.max_sleep_avg)),
+            ("cache_decay".into(), fmt_duration(self.kernel.cache_decay)),
+        ]
+    }
+
+    /// How many tasks a pass may move given the imbalance found.
+    pub fn pull_limit(&self, idle: IdleType, imbalance: usize) -> usize {
+        // 2.5.39 load_balance(): an idle CPU stops after one task, a busy one after
+        // `imbalance` tasks.
+        let n = if idle.is_idle() { 1 } else { imbalance.max(1) };
+        if self.max_pull > 0 { n.min(self.max_pull) } else { n }
+    }
+}
+
+pub struct O1 {
+    p: O1Params,
+    qb: QueueBalancer,
+    all: CpuSet,
+}
+
+impl O1 {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+        let p = O1Params::from_options(o)?;
+        Ok(O1 { qb: QueueBalancer::new(topo.nr_cpus(), p.imbalance_pct), p, all: topo.all_cpus() })
+    }
+}
+
+impl CpuScheduler for O1 {
+    fn name(&self) -> &'static str {
+        "o1"
+    }
+
+    fn options(&self) -> Vec<(String, String)> {
+        self.p.describe()
+    }
+
+    fn kernel_params(&self) -> KernelParams {
+        self.p.kernel.clone()
+    }
+
+    fn balance_interval(&self, _k: &Kernel, _cpu: CpuId, idle: bool) -> Ns {
+        if idle { self.p.idle_interval } else { self.p.busy_interval }
+    }
+
+    fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
+        let Some(b) = self.qb.find_busiest(k, cpu, &self.all, idle, |_| 0) else { return };
+        let cands = pull_order(k, b.cpu);
+        pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false);
+    }
+}

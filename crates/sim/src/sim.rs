@@ -1,0 +1,169 @@
+//! One simulation run: a machine, a workload and a scheduler, driven event by event until
+//! every task has exited.
+
+use crate::engine::Event;
+use crate::kernel::{Counters, Kernel};
+use crate::program::Workload;
+use crate::rng::SeedTree;
+use crate::sched::CpuScheduler;
+use crate::time::{Ns, SEC};
+use std::sync::Arc;
+use topo::{NodeId, Topology};
+
+/// A run that could not finish.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RunError {
+    #[error("simulation did not finish within {limit_s} simulated seconds ({live} tasks still alive)")]
+    TimeLimit { limit_s: u64, live: usize },
+}
+
+/// What one task did, for reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskReport {
+    pub program: String,
+    pub job: bool,
+    pub user_ns: f64,
+    pub sys_ns: f64,
+    pub node_user_ns: Vec<f64>,
+    /// Node of the first CPU it ran on.
+    pub first_node: Option<NodeId>,
+    pub home_node: Option<NodeId>,
+    /// Bytes of its process's memory on each node when it exited.
+    pub mem_node_bytes: Vec<u64>,
+    pub created: Ns,
+    pub exited: Ns,
+    pub migrations: u32,
+    pub node_migrations: u32,
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub tasks: Vec<TaskReport>,
+    /// When the last task exited.
+    pub end_ns: Ns,
+    /// Wall time of the disturbance program's tasks (first created to last exited), if any.
+    pub disturbance_ns: Option<Ns>,
+    pub counters: Counters,
+    /// Events handled (including stale ones dropped).
+    pub events: u64,
+    /// Busy time per CPU.
+    pub cpu_busy_ns: Vec<Ns>,
+}
+
+/// A simulation in progress; `step` handles one event, so tests can single-step.
+pub struct Sim {
+    pub k: Kernel,
+    pub sched: Box<dyn CpuScheduler>,
+    limit: Ns,
+}
+
+impl Sim {
+    pub fn new(topo: Arc<Topology>, workload: Arc<Workload>, sched: Box<dyn CpuScheduler>, seed: u64) -> Self {
+        let params = sched.kernel_params();
+        let k = Kernel::new(topo, workload, params, &SeedTree::new(seed));
+        Sim { k, sched, limit: 3600 * SEC }
+    }
+
+    /// Stop with an error if simulated time passes `limit`.
+    pub fn with_time_limit(mut self, limit: Ns) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Handle the next event. Returns false when nothing is left to do.
+    pub fn step(&mut self) -> Result<bool, RunError> {
+        let Some((time, ev)) = self.k.events.pop() else { return Ok(false) };
+        if time > self.limit {
+            return Err(RunError::TimeLimit { limit_s: self.limit / SEC, live: self.k.live_tasks });
+        }
+        debug_assert!(time >= self.k.now, "time went backwards");
+        self.k.now = time;
+        let s = self.sched.as_mut();
+        match ev {
+            Event::CpuBoundary { cpu, epoch } => {
+                if self.k.rqs[cpu as usize].epoch == epoch {
+                    self.k.on_boundary(s, cpu as usize);
+                }
+            }
+            Event::Balance { cpu, epoch } => {
+                if self.k.rqs[cpu as usize].balance_epoch == epoch {
+                    self.k.on_balance(s, cpu as usize);
+                }
+            }
+            Event::Wake { task } => self.k.wake(s, task as usize),
+            Event::Timer { id } => self.k.launch(s, id as usize),
+        }
+        let mut i = 0;
+        while i < self.k.pending_wakes.len() {
+            let t = self.k.pending_wakes[i];
+            self.k.wake(s, t);
+            i += 1;
+        }
+        self.k.pending_wakes.clear();
+        self.k.refresh_contention();
+        Ok(!self.k.is_done())
+    }
+
+    /// Run to completion.
+    pub fn run(mut self) -> Result<RunResult, RunError> {
+        while self.step()? {}
+        Ok(self.finish())
+    }
+
+    fn finish(self) -> RunResult {
+        let k = &self.k;
+        let wl = &k.workload;
+        let tasks: Vec<TaskReport> = k
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskReport {
+                program: wl.programs[t.program].name.clone(),
+                job: t.job,
+                user_ns: t.user_ns,
+                sys_ns: t.sys_ns,
+                node_user_ns: t.node_user_ns.clone(),
+                first_node: t.first_cpu.map(|c| k.topo.node_of(c)),
+                home_node: self.sched.home_node(k, i).or(t.home_node),
+                mem_node_bytes: t.mem_at_exit.clone(),
+                created: t.created,
+                exited: t.exited.unwrap_or(k.now),
+                migrations: t.migrations,
+                node_migrations: t.node_migrations,
+            })
+            .collect();
+        let disturbance_ns = wl.disturbance.and_then(|p| {
+            let ts: Vec<&TaskReport> = k
+                .tasks
+                .iter()
+                .zip(&tasks)
+                .filter(|(t, _)| is_descendant_of_program(k, t.id, p))
+                .map(|(_, r)| r)
+                .collect();
+            let start = ts.iter().map(|r| r.created).min()?;
+            let end = ts.iter().map(|r| r.exited).max()?;
+            Some(end - start)
+        });
+        RunResult {
+            end_ns: k.now,
+            disturbance_ns,
+            counters: k.counters.clone(),
+            events: k.events.popped,
+            cpu_busy_ns: k.rqs.iter().map(|r| r.busy_ns).collect(),
+            tasks,
+        }
+    }
+}
+
+/// Whether task `t` runs program `p` or descends from a task that does.
+fn is_descendant_of_program(k: &Kernel, t: usize, p: usize) -> bool {
+    let mut cur = Some(t);
+    while let Some(c) = cur {
+        if k.tasks[c].program == p {
+            return true;
+        }
+        cur = k.tasks[c].parent;
+    }
+    false
+}

@@ -1,0 +1,162 @@
+//! NUMA machine topology: nodes, last-level caches, cores and CPUs, the SLIT distance table,
+//! per-node memory, and the hardware facts the simulator's cost model needs (latencies,
+//! bandwidths, cache sizes).
+//!
+//! A [`Topology`] is plain data. It is built from a machine spec (TOML file, preset name or
+//! a synthetic `key=value` list, see [`spec`]) and validated once, so that every consumer
+//! (simulator, policies, daemon) can index it without checks. Scheduling domains are derived
+//! from it the way the kernel derives them ([`domains`]).
+
+pub mod cpuset;
+pub mod domains;
+pub mod error;
+pub mod presets;
+pub mod spec;
+
+pub use cpuset::CpuSet;
+pub use domains::{DomainKind, DomainLevel, flat_domain, node_domains, sched_domains};
+pub use error::TopoError;
+pub use presets::{PRESETS, preset};
+pub use spec::{MachineSpec, parse_synthetic, resolve_machine};
+
+pub type CpuId = usize;
+pub type NodeId = usize;
+
+/// One logical CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cpu {
+    pub id: CpuId,
+    pub node: NodeId,
+    /// Global index of the last-level cache this CPU shares.
+    pub llc: usize,
+    /// Global index of the physical core (SMT siblings share it).
+    pub core: usize,
+}
+
+/// One NUMA node: its CPUs and its memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub id: NodeId,
+    pub cpus: CpuSet,
+    /// Memory attached to this node, in bytes.
+    pub mem_bytes: u64,
+    /// Peak bandwidth of this node's memory controllers, bytes per nanosecond (= GB/s).
+    pub bandwidth_gbps: f64,
+    /// Peak bandwidth for traffic arriving from other nodes over the interconnect (GB/s).
+    pub remote_bandwidth_gbps: f64,
+}
+
+/// Per-CPU facts used by the cost model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuModel {
+    /// Core clock in MHz.
+    pub freq_mhz: f64,
+    /// Memory-level parallelism: independent cache misses one CPU keeps in flight on average.
+    pub mlp: f64,
+    /// Size of one last-level cache, in bytes.
+    pub llc_bytes: u64,
+    /// Cache line size, bytes.
+    pub line_bytes: u64,
+}
+
+/// Memory-system facts used by the cost model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryModel {
+    /// Ratio of the load-to-use latency at peak bandwidth use to the idle latency.
+    pub loaded_latency_ratio: f64,
+    /// Base page size in bytes (the unit of first-touch faults).
+    pub page_bytes: u64,
+    /// Cost of moving a written cache line between two CPUs of the same node, ns.
+    pub line_transfer_local_ns: f64,
+    /// Cost of moving a written cache line between CPUs of different nodes, ns (nearest remote;
+    /// scaled by distance for farther nodes).
+    pub line_transfer_remote_ns: f64,
+    /// Kernel cost of one page fault that allocates and zeroes a page, excluding the zeroing
+    /// bandwidth, ns.
+    pub fault_overhead_ns: f64,
+}
+
+/// A validated NUMA machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    /// Preset or spec name, e.g. `azusa16`.
+    pub name: String,
+    /// One line saying what the machine is.
+    pub description: String,
+    pub cpus: Vec<Cpu>,
+    pub nodes: Vec<Node>,
+    /// SLIT distances, `distance[a][b]`, 10 on the diagonal.
+    pub distance: Vec<Vec<u32>>,
+    /// Idle load-to-use latency in ns from a CPU of node `a` to memory of node `b`:
+    /// `latency_ns[a][b]`. Either given explicitly or derived as local latency x distance / 10.
+    pub latency_ns: Vec<Vec<f64>>,
+    pub cpu_model: CpuModel,
+    pub memory: MemoryModel,
+}
+
+impl Topology {
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    pub fn nr_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn node_of(&self, cpu: CpuId) -> NodeId {
+        self.cpus[cpu].node
+    }
+
+    pub fn node_cpus(&self, node: NodeId) -> &CpuSet {
+        &self.nodes[node].cpus
+    }
+
+    pub fn all_cpus(&self) -> CpuSet {
+        CpuSet::full(self.cpus.len())
+    }
+
+    pub fn distance(&self, a: NodeId, b: NodeId) -> u32 {
+        self.distance[a][b]
+    }
+
+    pub fn latency_ns(&self, cpu_node: NodeId, mem_node: NodeId) -> f64 {
+        self.latency_ns[cpu_node][mem_node]
+    }
+
+    /// Nodes ordered by distance from `node` (itself first), ties by node id.
+    pub fn nodes_by_distance(&self, node: NodeId) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = (0..self.nodes.len()).collect();
+        v.sort_by_key(|&n| (self.distance[node][n], n));
+        v
+    }
+
+    /// CPUs sharing `cpu`'s last-level cache.
+    pub fn llc_cpus(&self, cpu: CpuId) -> CpuSet {
+        let llc = self.cpus[cpu].llc;
+        self.cpus
+            .iter()
+            .filter(|c| c.llc == llc)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// SMT siblings of `cpu` (including itself).
+    pub fn core_cpus(&self, cpu: CpuId) -> CpuSet {
+        let core = self.cpus[cpu].core;
+        self.cpus
+            .iter()
+            .filter(|c| c.core == core)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// Total memory of the machine in bytes.
+    pub fn total_mem_bytes(&self) -> u64 {
+        self.nodes.iter().map(|n| n.mem_bytes).sum()
+    }
+
+    /// Nanoseconds per CPU cycle.
+    pub fn ns_per_cycle(&self) -> f64 {
+        1000.0 / self.cpu_model.freq_mhz
+    }
+}

@@ -6,7 +6,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "homenode", version, about = "NUMA scheduling toolkit: simulate, place, benchmark")]
+#[command(
+    name = "homenode",
+    version,
+    about = "NUMA scheduling toolkit: simulate, place, benchmark"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -105,7 +105,9 @@ pub fn run(a: SimArgs) -> Result<()> {
 }
 
 fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
-    Ok(Arc::new(topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?))
+    Ok(Arc::new(
+        topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?,
+    ))
 }
 
 fn numa_test(a: NumaTestArgs) -> Result<()> {
@@ -120,7 +122,10 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
     if a.reps == 0 || a.size == 0 || a.passes == 0 {
         bail!("--reps, --size and --passes must be at least 1");
     }
-    let bytes = a.size.saturating_mul(20).saturating_mul(u64::from(*a.tasks.iter().max().unwrap_or(&1)));
+    let bytes = a
+        .size
+        .saturating_mul(20)
+        .saturating_mul(u64::from(*a.tasks.iter().max().unwrap_or(&1)));
     if bytes > topo.total_mem_bytes() {
         bail!(
             "--size {} with {} tasks needs {} MiB, more than {}'s {} MiB of memory",
@@ -132,7 +137,10 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
         );
     }
     if let Some(n) = a.threads {
-        rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().ok();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global()
+            .ok();
     }
     let m = Matrix {
         scheds,
@@ -200,7 +208,11 @@ fn text_report(topo: &topo::Topology, a: &NumaTestArgs, cells: &[nt::CellSummary
         topo.description,
         a.size,
         a.passes,
-        if a.no_disturb { "off" } else { "20 groups at 3 s" },
+        if a.no_disturb {
+            "off"
+        } else {
+            "20 groups at 3 s"
+        },
         a.reps,
         a.seed
     );
@@ -215,13 +227,21 @@ fn text_report(topo: &topo::Topology, a: &NumaTestArgs, cells: &[nt::CellSummary
     s.push('\n');
     if !a.summary_only {
         for c in cells {
-            let _ = writeln!(s, "== {} N={} (jobs of rep 1 of {})", c.scheduler, c.tasks, c.reps);
+            let _ = writeln!(
+                s,
+                "== {} N={} (jobs of rep 1 of {})",
+                c.scheduler, c.tasks, c.reps
+            );
             s.push_str(&nt::job_table(&c.jobs, topo.nr_nodes()));
             s.push_str(&nt::summary_block(c));
             s.push('\n');
         }
     }
-    let _ = writeln!(s, "== Summary: mean(stddev) in seconds over {} reps", a.reps);
+    let _ = writeln!(
+        s,
+        "== Summary: mean(stddev) in seconds over {} reps",
+        a.reps
+    );
     s.push_str(&nt::comparison_table(cells));
     s
 }
@@ -233,21 +253,42 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     for p in &w.programs {
         if let Some(aff) = &p.affinity {
             if let Some(c) = aff.iter().find(|&&c| c >= topo.nr_cpus()) {
-                bail!("{}: program `{}` affinity names CPU {c}, but {} has CPUs 0-{}", a.file, p.name, topo.name, topo.nr_cpus() - 1);
+                bail!(
+                    "{}: program `{}` affinity names CPU {c}, but {} has CPUs 0-{}",
+                    a.file,
+                    p.name,
+                    topo.name,
+                    topo.nr_cpus() - 1
+                );
             }
         }
         for r in &p.regions {
             if let Some(n) = r.policy.nodes().iter().find(|&&n| n >= topo.nr_nodes()) {
-                bail!("{}: program `{}` region `{}` names node {n}, but {} has nodes 0-{}", a.file, p.name, r.name, topo.name, topo.nr_nodes() - 1);
+                bail!(
+                    "{}: program `{}` region `{}` names node {n}, but {} has nodes 0-{}",
+                    a.file,
+                    p.name,
+                    r.name,
+                    topo.name,
+                    topo.nr_nodes() - 1
+                );
             }
             if r.bytes > topo.total_mem_bytes() {
-                bail!("{}: program `{}` region `{}` is larger than {}'s memory", a.file, p.name, r.name, topo.name);
+                bail!(
+                    "{}: program `{}` region `{}` is larger than {}'s memory",
+                    a.file,
+                    p.name,
+                    r.name,
+                    topo.name
+                );
             }
         }
     }
     let spec = SchedSpec::parse(&a.sched).map_err(|e| anyhow!(e))?;
     let s = sim::sched::build(&spec, &topo).map_err(|e| anyhow!(e))?;
-    let r = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed).run().map_err(|e| anyhow!("{e}"))?;
+    let r = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed)
+        .run()
+        .map_err(|e| anyhow!("{e}"))?;
     if a.json {
         let tasks: Vec<serde_json::Value> = r
             .tasks
@@ -266,12 +307,24 @@ fn workload(a: WorkloadArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("{} on {} with {}: elapsed {:.3} s", a.file, topo.name, spec, r.end_ns as f64 / 1e9);
-    println!("{:<5} {:<20} {:>9} {:>9} {:>9} {:>9}  node share of user time", "task", "program", "start_s", "end_s", "user_s", "sys_s");
+    println!(
+        "{} on {} with {}: elapsed {:.3} s",
+        a.file,
+        topo.name,
+        spec,
+        r.end_ns as f64 / 1e9
+    );
+    println!(
+        "{:<5} {:<20} {:>9} {:>9} {:>9} {:>9}  node share of user time",
+        "task", "program", "start_s", "end_s", "user_s", "sys_s"
+    );
     for (i, t) in r.tasks.iter().enumerate() {
         let tot: f64 = t.node_user_ns.iter().sum();
-        let share: Vec<String> =
-            t.node_user_ns.iter().map(|x| format!("{:.0}%", if tot > 0.0 { 100.0 * x / tot } else { 0.0 })).collect();
+        let share: Vec<String> = t
+            .node_user_ns
+            .iter()
+            .map(|x| format!("{:.0}%", if tot > 0.0 { 100.0 * x / tot } else { 0.0 }))
+            .collect();
         println!(
             "{:<5} {:<20} {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {}",
             i,
@@ -286,7 +339,14 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     let c = &r.counters;
     println!(
         "context switches {}, wakeups {}, preemptions {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
-        c.context_switches, c.wakeups, c.preemptions, c.migrations, c.node_migrations, c.refused[0], c.refused[1], c.refused[2]
+        c.context_switches,
+        c.wakeups,
+        c.preemptions,
+        c.migrations,
+        c.node_migrations,
+        c.refused[0],
+        c.refused[1],
+        c.refused[2]
     );
     Ok(())
 }
@@ -314,16 +374,33 @@ pub fn machines(m: Option<&str>) -> Result<()> {
             }
             println!("distances:");
             for row in &t.distance {
-                println!("  {}", row.iter().map(|d| format!("{d:3}")).collect::<Vec<_>>().join(" "));
+                println!(
+                    "  {}",
+                    row.iter()
+                        .map(|d| format!("{d:3}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
             }
             println!("idle latency ns (cpu node x memory node):");
             for row in &t.latency_ns {
-                println!("  {}", row.iter().map(|d| format!("{d:6.1}")).collect::<Vec<_>>().join(" "));
+                println!(
+                    "  {}",
+                    row.iter()
+                        .map(|d| format!("{d:6.1}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
             }
             println!("scheduling domains (CPU 0):");
             for l in topo::sched_domains(&t) {
                 let groups: Vec<String> = l.groups[0].iter().map(|g| format!("{{{g}}}")).collect();
-                println!("  {:<10} span {{{}}} groups {}", l.name, l.spans[0], groups.join(" "));
+                println!(
+                    "  {:<10} span {{{}}} groups {}",
+                    l.name,
+                    l.spans[0],
+                    groups.join(" ")
+                );
             }
         }
     }

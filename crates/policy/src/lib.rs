@@ -53,9 +53,20 @@ pub struct Snapshot<'a> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Action {
     /// Give `pid` the home nodes `nodes` (nearest first) and restrict it to `cpus`.
-    SetHome { pid: u32, nodes: Vec<NodeId>, cpus: CpuSet, reason: String },
+    SetHome {
+        pid: u32,
+        nodes: Vec<NodeId>,
+        cpus: CpuSet,
+        reason: String,
+    },
     /// Move `bytes` of `pid`'s memory from node `from` to node `to`.
-    MoveMemory { pid: u32, from: NodeId, to: NodeId, bytes: u64, reason: String },
+    MoveMemory {
+        pid: u32,
+        from: NodeId,
+        to: NodeId,
+        bytes: u64,
+        reason: String,
+    },
     /// Forget `pid`'s home and give back its original CPU mask.
     ClearHome { pid: u32, reason: String },
 }
@@ -91,7 +102,13 @@ mod tests {
         let snap = Snapshot {
             topo: &t,
             now_ns: 0,
-            nodes: vec![NodeView { free_bytes: 1 << 30, cpu_idle: 2.0 }; 2],
+            nodes: vec![
+                NodeView {
+                    free_bytes: 1 << 30,
+                    cpu_idle: 2.0
+                };
+                2
+            ],
             processes: vec![ProcessView {
                 pid: 1,
                 start_time: 5,

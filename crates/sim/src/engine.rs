@@ -54,6 +54,8 @@ pub struct EventQueue {
     seq: u64,
     /// Events popped so far (including stale ones).
     pub popped: u64,
+    /// Events that were handled (not stale).
+    pub handled: u64,
 }
 
 impl EventQueue {
@@ -63,7 +65,11 @@ impl EventQueue {
 
     pub fn push(&mut self, time: Ns, event: Event) {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        self.heap.push(Entry {
+            time,
+            seq: self.seq,
+            event,
+        });
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {

@@ -31,7 +31,11 @@ impl MemPolicy {
             a.unwrap_or("")
                 .split(',')
                 .filter(|x| !x.is_empty())
-                .map(|x| x.trim().parse::<NodeId>().map_err(|_| format!("bad node number `{x}`")))
+                .map(|x| {
+                    x.trim()
+                        .parse::<NodeId>()
+                        .map_err(|_| format!("bad node number `{x}`"))
+                })
                 .collect()
         };
         match kind {
@@ -78,7 +82,13 @@ pub struct Region {
 }
 
 impl Region {
-    pub fn new(name: &str, bytes: u64, policy: MemPolicy, group_bytes: u64, nr_nodes: usize) -> Self {
+    pub fn new(
+        name: &str,
+        bytes: u64,
+        policy: MemPolicy,
+        group_bytes: u64,
+        nr_nodes: usize,
+    ) -> Self {
         let n = bytes.div_ceil(group_bytes).max(1) as usize;
         Region {
             name: name.to_string(),
@@ -93,7 +103,9 @@ impl Region {
     /// Size of page group `g` (the last one may be partial).
     pub fn group_size(&self, g: usize) -> u64 {
         let start = g as u64 * self.group_bytes;
-        self.group_bytes.min(self.bytes.saturating_sub(start)).max(1)
+        self.group_bytes
+            .min(self.bytes.saturating_sub(start))
+            .max(1)
     }
 
     pub fn allocated_bytes(&self) -> u64 {
@@ -150,7 +162,9 @@ impl NodeMemory {
     ) -> Option<NodeId> {
         let bytes = region.group_size(group);
         let fallback = |start: NodeId| {
-            topo.nodes_by_distance(start).into_iter().find(|&n| self.has_room(n, bytes))
+            topo.nodes_by_distance(start)
+                .into_iter()
+                .find(|&n| self.has_room(n, bytes))
         };
         match &region.policy {
             MemPolicy::FirstTouch => fallback(toucher),
@@ -161,10 +175,17 @@ impl NodeMemory {
                 order.into_iter().find(|&n| self.has_room(n, bytes))
             }
             MemPolicy::Interleave(nodes) => {
-                let all: Vec<NodeId> =
-                    if nodes.is_empty() { (0..topo.nr_nodes()).collect() } else { nodes.clone() };
+                let all: Vec<NodeId> = if nodes.is_empty() {
+                    (0..topo.nr_nodes()).collect()
+                } else {
+                    nodes.clone()
+                };
                 let want = all[group % all.len()];
-                if self.has_room(want, bytes) { Some(want) } else { fallback(want) }
+                if self.has_room(want, bytes) {
+                    Some(want)
+                } else {
+                    fallback(want)
+                }
             }
         }
     }
@@ -192,7 +213,9 @@ impl NodeMemory {
     /// Move page group `group` of `region` to `to`. Returns the bytes moved (0 if it was
     /// already there, untouched, or `to` is full).
     pub fn migrate(&mut self, region: &mut Region, group: usize, to: NodeId) -> u64 {
-        let Some(from) = region.groups[group] else { return 0 };
+        let Some(from) = region.groups[group] else {
+            return 0;
+        };
         let bytes = region.group_size(group);
         if from == to || !self.has_room(to, bytes) {
             return 0;
@@ -255,7 +278,10 @@ mod tests {
         let moved = m.migrate(&mut p, 0, 0);
         assert_eq!(moved, 2 << 20);
         assert_eq!(p.node_bytes, vec![2 << 20, 0]);
-        assert_eq!(MemPolicy::parse("bind:0,1"), Ok(MemPolicy::Bind(vec![0, 1])));
+        assert_eq!(
+            MemPolicy::parse("bind:0,1"),
+            Ok(MemPolicy::Bind(vec![0, 1]))
+        );
         assert!(MemPolicy::parse("preferred:").is_err());
         assert!(MemPolicy::parse("sticky").unwrap_err().contains("valid:"));
     }

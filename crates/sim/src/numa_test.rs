@@ -57,11 +57,21 @@ impl MeanStd {
     pub fn of(v: &[f64]) -> MeanStd {
         let n = v.len() as f64;
         if v.is_empty() {
-            return MeanStd { mean: 0.0, std: 0.0 };
+            return MeanStd {
+                mean: 0.0,
+                std: 0.0,
+            };
         }
         let mean = v.iter().sum::<f64>() / n;
-        let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-        MeanStd { mean, std: var.sqrt() }
+        let var = if v.len() > 1 {
+            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        MeanStd {
+            mean,
+            std: var.sqrt(),
+        }
     }
 }
 
@@ -116,11 +126,20 @@ pub struct CellError {
 
 /// Figures of one run.
 pub fn figures(r: &RunResult, nr_nodes: usize) -> RunFigures {
-    let jobs: Vec<JobRow> = r.tasks.iter().filter(|t| t.job).map(|t| job_row(t, nr_nodes)).collect();
+    let jobs: Vec<JobRow> = r
+        .tasks
+        .iter()
+        .filter(|t| t.job)
+        .map(|t| job_row(t, nr_nodes))
+        .collect();
     let total_user: f64 = jobs.iter().map(|j| j.user_s).sum();
     let total_sys: f64 = jobs.iter().map(|j| j.sys_s).sum();
     RunFigures {
-        avg_user_s: if jobs.is_empty() { 0.0 } else { total_user / jobs.len() as f64 },
+        avg_user_s: if jobs.is_empty() {
+            0.0
+        } else {
+            total_user / jobs.len() as f64
+        },
         elapsed_s: secs(r.end_ns),
         total_user_s: total_user,
         total_sys_s: total_sys,
@@ -134,16 +153,29 @@ pub fn figures(r: &RunResult, nr_nodes: usize) -> RunFigures {
 
 fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {
     let total: f64 = t.node_user_ns.iter().sum();
-    let node_pct: Vec<f64> =
-        t.node_user_ns.iter().map(|x| if total > 0.0 { 100.0 * x / total } else { 0.0 }).collect();
+    let node_pct: Vec<f64> = t
+        .node_user_ns
+        .iter()
+        .map(|x| if total > 0.0 { 100.0 * x / total } else { 0.0 })
+        .collect();
     let msched = (0..nr_nodes)
-        .max_by(|&a, &b| t.node_user_ns[a].total_cmp(&t.node_user_ns[b]).then(b.cmp(&a)))
+        .max_by(|&a, &b| {
+            t.node_user_ns[a]
+                .total_cmp(&t.node_user_ns[b])
+                .then(b.cmp(&a))
+        })
         .unwrap_or(0);
     let mem_total: u64 = t.mem_node_bytes.iter().sum();
     let mem_pct = t
         .mem_node_bytes
         .iter()
-        .map(|&b| if mem_total > 0 { 100.0 * b as f64 / mem_total as f64 } else { 0.0 })
+        .map(|&b| {
+            if mem_total > 0 {
+                100.0 * b as f64 / mem_total as f64
+            } else {
+                0.0
+            }
+        })
         .collect();
     JobRow {
         node_pct,
@@ -166,13 +198,17 @@ pub fn run_one(
 ) -> Result<RunResult, String> {
     let s = sched::build(spec, topo)?;
     let w = Arc::new(numa_test(params));
-    Sim::new(topo.clone(), w, s, seed).run().map_err(|e| e.to_string())
+    Sim::new(topo.clone(), w, s, seed)
+        .run()
+        .map_err(|e| e.to_string())
 }
 
 /// The seed of repetition `rep` with `tasks` tasks: the same for every scheduler, so that
 /// schedulers are compared on the same draws.
 pub fn run_seed(seed: u64, tasks: u32, rep: u32) -> u64 {
-    let t = SeedTree::new(seed).child("tasks", u64::from(tasks)).child("rep", u64::from(rep));
+    let t = SeedTree::new(seed)
+        .child("tasks", u64::from(tasks))
+        .child("rep", u64::from(rep));
     use rand::RngCore;
     t.stream("run", 0).next_u64()
 }
@@ -199,7 +235,10 @@ pub fn run_matrix(
     let results: Vec<Result<RunFigures, String>> = jobs
         .par_iter()
         .map(|&(_, s, n, rep)| {
-            let params = NumaTestParams { tasks: n, ..m.params.clone() };
+            let params = NumaTestParams {
+                tasks: n,
+                ..m.params.clone()
+            };
             let r = run_one(topo, s, &params, run_seed(m.seed, n, rep))
                 .map_err(|e| format!("{s} N={n} rep {rep}: {e}"));
             tick();
@@ -210,14 +249,21 @@ pub fn run_matrix(
     let mut it = results.into_iter();
     for (si, s) in m.scheds.iter().enumerate() {
         for &n in &m.tasks {
-            let runs: Vec<RunFigures> = (0..m.reps).map(|_| it.next().unwrap_or(Err("missing".into()))).collect::<Result<_, _>>()?;
+            let runs: Vec<RunFigures> = (0..m.reps)
+                .map(|_| it.next().unwrap_or(Err("missing".into())))
+                .collect::<Result<_, _>>()?;
             out.push(summarise(s, &options[si], n, &runs));
         }
     }
     Ok(out)
 }
 
-fn summarise(s: &SchedSpec, options: &[(String, String)], n: u32, runs: &[RunFigures]) -> CellSummary {
+fn summarise(
+    s: &SchedSpec,
+    options: &[(String, String)],
+    n: u32,
+    runs: &[RunFigures],
+) -> CellSummary {
     let col = |f: fn(&RunFigures) -> f64| MeanStd::of(&runs.iter().map(f).collect::<Vec<_>>());
     let nr = runs.len().max(1) as f64;
     let mut refused = [0.0; 3];

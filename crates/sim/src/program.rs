@@ -45,28 +45,58 @@ pub struct OpCost {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase {
     /// User-mode CPU work that stays in cache.
-    Compute { cycles: f64 },
+    Compute {
+        cycles: f64,
+    },
     /// Kernel-mode CPU work (system calls, fork), charged as system time.
-    Kernel { cycles: f64 },
+    Kernel {
+        cycles: f64,
+    },
     /// `ops` operations, each costing `op` (user time).
-    Memory { ops: f64, op: OpCost },
+    Memory {
+        ops: f64,
+        op: OpCost,
+    },
     /// First-touch initialisation: write every byte of a region once. Page faults (system
     /// time) place its page groups on the node of the CPU running at the time.
-    Touch { region: usize },
+    Touch {
+        region: usize,
+    },
     /// Block for a while (I/O, timer); `jitter` is a +/- fraction drawn per sleep.
-    Sleep { ns: Ns, jitter: f64 },
+    Sleep {
+        ns: Ns,
+        jitter: f64,
+    },
     /// Write `msgs` messages to each channel (system time), waking blocked readers.
-    Send { chans: Vec<usize>, msgs: u32, cycles_per_msg: f64 },
+    Send {
+        chans: Vec<usize>,
+        msgs: u32,
+        cycles_per_msg: f64,
+    },
     /// Read `msgs` messages from a channel in total, blocking while it is empty.
-    Recv { chan: usize, msgs: u32, cycles_per_msg: f64 },
-    /// Fork and exec `count` new processes running program `program`.
-    Spawn { program: usize, count: u32 },
+    Recv {
+        chan: usize,
+        msgs: u32,
+        cycles_per_msg: f64,
+    },
+    /// Fork `count` new processes running program `program`; with `exec`, each execs a new
+    /// image (exec-time placement applies), without it they are plain forks of the parent.
+    Spawn {
+        program: usize,
+        count: u32,
+        exec: bool,
+    },
     /// Create `count` more threads of this process running program `program`.
-    Thread { program: usize, count: u32 },
+    Thread {
+        program: usize,
+        count: u32,
+    },
     /// Wait until every child (process or thread) this task created has exited.
     Wait,
     /// Repeat the phases up to the matching `EndLoop` `count` times.
-    Loop { count: u32 },
+    Loop {
+        count: u32,
+    },
     EndLoop,
 }
 
@@ -133,8 +163,13 @@ impl Program {
                         if a.region >= self.regions.len() {
                             return Err(format!("{}: no region {}", at(), a.region));
                         }
-                        if !(a.bytes.is_finite() && a.bytes > 0.0) || !(0.0..=1.0).contains(&a.contended) {
-                            return Err(format!("{}: access bytes must be > 0, contended in 0..1", at()));
+                        if !(a.bytes.is_finite() && a.bytes > 0.0)
+                            || !(0.0..=1.0).contains(&a.contended)
+                        {
+                            return Err(format!(
+                                "{}: access bytes must be > 0, contended in 0..1",
+                                at()
+                            ));
                         }
                     }
                 }
@@ -200,7 +235,10 @@ impl Workload {
         }
         for l in &self.launches {
             if l.program >= self.programs.len() {
-                return Err(format!("workload `{}`: launch of unknown program {}", self.name, l.program));
+                return Err(format!(
+                    "workload `{}`: launch of unknown program {}",
+                    self.name, l.program
+                ));
             }
         }
         Ok(())

@@ -20,7 +20,9 @@ impl SeedTree {
 
     /// A child seed tree, e.g. one per repetition of an experiment.
     pub fn child(&self, name: &str, index: u64) -> SeedTree {
-        SeedTree { master: self.derive(name, index) }
+        SeedTree {
+            master: self.derive(name, index),
+        }
     }
 
     /// The random stream named `name`, number `index`.

@@ -13,7 +13,9 @@ use topo::{NodeId, Topology};
 /// A run that could not finish.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RunError {
-    #[error("simulation did not finish within {limit_s} simulated seconds ({live} tasks still alive)")]
+    #[error(
+        "simulation did not finish within {limit_s} simulated seconds ({live} tasks still alive)"
+    )]
     TimeLimit { limit_s: u64, live: usize },
 }
 
@@ -45,8 +47,10 @@ pub struct RunResult {
     /// Wall time of the disturbance program's tasks (first created to last exited), if any.
     pub disturbance_ns: Option<Ns>,
     pub counters: Counters,
-    /// Events handled (including stale ones dropped).
+    /// Events handled.
     pub events: u64,
+    /// Superseded events dropped unhandled.
+    pub stale_events: u64,
     /// Busy time per CPU.
     pub cpu_busy_ns: Vec<Ns>,
 }
@@ -59,10 +63,19 @@ pub struct Sim {
 }
 
 impl Sim {
-    pub fn new(topo: Arc<Topology>, workload: Arc<Workload>, sched: Box<dyn CpuScheduler>, seed: u64) -> Self {
+    pub fn new(
+        topo: Arc<Topology>,
+        workload: Arc<Workload>,
+        sched: Box<dyn CpuScheduler>,
+        seed: u64,
+    ) -> Self {
         let params = sched.kernel_params();
         let k = Kernel::new(topo, workload, params, &SeedTree::new(seed));
-        Sim { k, sched, limit: 3600 * SEC }
+        Sim {
+            k,
+            sched,
+            limit: 3600 * SEC,
+        }
     }
 
     /// Stop with an error if simulated time passes `limit`.
@@ -73,24 +86,30 @@ impl Sim {
 
     /// Handle the next event. Returns false when nothing is left to do.
     pub fn step(&mut self) -> Result<bool, RunError> {
-        let Some((time, ev)) = self.k.events.pop() else { return Ok(false) };
+        let Some((time, ev)) = self.k.events.pop() else {
+            return Ok(false);
+        };
         if time > self.limit {
-            return Err(RunError::TimeLimit { limit_s: self.limit / SEC, live: self.k.live_tasks });
+            return Err(RunError::TimeLimit {
+                limit_s: self.limit / SEC,
+                live: self.k.live_tasks,
+            });
         }
         debug_assert!(time >= self.k.now, "time went backwards");
         self.k.now = time;
         let s = self.sched.as_mut();
+        let live = match ev {
+            Event::CpuBoundary { cpu, epoch } => self.k.rqs[cpu as usize].epoch == epoch,
+            Event::Balance { cpu, epoch } => self.k.rqs[cpu as usize].balance_epoch == epoch,
+            Event::Wake { .. } | Event::Timer { .. } => true,
+        };
+        if !live {
+            return Ok(true);
+        }
+        self.k.events.handled += 1;
         match ev {
-            Event::CpuBoundary { cpu, epoch } => {
-                if self.k.rqs[cpu as usize].epoch == epoch {
-                    self.k.on_boundary(s, cpu as usize);
-                }
-            }
-            Event::Balance { cpu, epoch } => {
-                if self.k.rqs[cpu as usize].balance_epoch == epoch {
-                    self.k.on_balance(s, cpu as usize);
-                }
-            }
+            Event::CpuBoundary { cpu, .. } => self.k.on_boundary(s, cpu as usize),
+            Event::Balance { cpu, .. } => self.k.on_balance(s, cpu as usize),
             Event::Wake { task } => self.k.wake(s, task as usize),
             Event::Timer { id } => self.k.launch(s, id as usize),
         }
@@ -149,7 +168,8 @@ impl Sim {
             end_ns: k.now,
             disturbance_ns,
             counters: k.counters.clone(),
-            events: k.events.popped,
+            events: k.events.handled,
+            stale_events: k.events.popped - k.events.handled,
             cpu_busy_ns: k.rqs.iter().map(|r| r.busy_ns).collect(),
             tasks,
         }

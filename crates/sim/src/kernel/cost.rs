@@ -22,11 +22,18 @@ pub struct Contention {
 
 impl Contention {
     pub fn idle(nr_nodes: usize) -> Self {
-        Contention { local: vec![1.0; nr_nodes], remote: vec![1.0; nr_nodes] }
+        Contention {
+            local: vec![1.0; nr_nodes],
+            remote: vec![1.0; nr_nodes],
+        }
     }
 
     fn factor(&self, cpu_node: NodeId, mem_node: NodeId) -> f64 {
-        if cpu_node == mem_node { self.local[mem_node] } else { self.remote[mem_node] }
+        if cpu_node == mem_node {
+            self.local[mem_node]
+        } else {
+            self.remote[mem_node]
+        }
     }
 }
 
@@ -51,9 +58,98 @@ pub fn loaded_factor(rho: f64, ratio: f64) -> f64 {
     (1.0 + (ratio - 1.0) * r.powi(4)) * rho.max(1.0)
 }
 
-/// Cost of one operation `op` for a task on `cpu_node` whose process has `regions`, with
+/// One operation's cost split into what depends on contention and what does not:
+/// `ns = base_ns + sum_j coef[j] * q(cpu_node, j)`. Built once per placement, evaluated at
+/// every step of the contention fixed point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearOp {
+    pub cpu_node: NodeId,
+    /// Core cycles and cache-line transfers, ns.
+    pub base_ns: f64,
+    /// Idle-latency memory stall per memory node, ns (to be multiplied by its factor).
+    pub coef: Vec<f64>,
+    /// Traffic to each memory node, bytes.
+    pub bytes: Vec<f64>,
+    /// Cache lines missed.
+    pub lines: f64,
+}
+
+impl LinearOp {
+    /// A hash of everything that determines this demand (summed over tasks, it identifies the
+    /// multiset of running demands).
+    pub fn fingerprint(&self) -> u64 {
+        let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ self.cpu_node as u64;
+        let mut mix = |x: u64| {
+            h = (h ^ x).wrapping_mul(0x0100_0000_01b3).rotate_left(29);
+        };
+        mix(self.base_ns.to_bits());
+        for (&c, &b) in self.coef.iter().zip(&self.bytes) {
+            mix(c.to_bits());
+            mix(b.to_bits());
+        }
+        h ^ (h >> 31)
+    }
+
+    /// Time of one operation under contention `q`, ns.
+    pub fn ns(&self, q: &Contention) -> f64 {
+        let mut ns = self.base_ns;
+        for (j, &c) in self.coef.iter().enumerate() {
+            if c != 0.0 {
+                ns += c * q.factor(self.cpu_node, j);
+            }
+        }
+        ns
+    }
+}
+
+/// Decompose the cost of `op` for a task on `cpu_node` whose process has `regions`, with
 /// `cache_share` bytes of last-level cache to itself and `xfer_ns[i]` the cache-line transfer
 /// cost for access `i` (0 when no other writer of that region runs).
+pub fn linear_op(
+    topo: &Topology,
+    op: &OpCost,
+    regions: &[Region],
+    cpu_node: NodeId,
+    cache_share: f64,
+    xfer_ns: &[f64],
+) -> LinearOp {
+    let nr = topo.nr_nodes();
+    let line = topo.cpu_model.line_bytes as f64;
+    let mlp = topo.cpu_model.mlp.max(1e-3);
+    let mut out = LinearOp {
+        cpu_node,
+        base_ns: op.cycles * topo.ns_per_cycle(),
+        coef: vec![0.0; nr],
+        bytes: vec![0.0; nr],
+        lines: 0.0,
+    };
+    let random_footprint: f64 = random_footprint(op, regions);
+    let hit = if random_footprint > 0.0 {
+        (cache_share / random_footprint).min(1.0)
+    } else {
+        1.0
+    };
+    let mut frac = vec![0.0; nr];
+    for (i, a) in op.accesses.iter().enumerate() {
+        let lines = match a.pattern {
+            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil(),
+            Pattern::Stream => a.bytes / line,
+        };
+        out.lines += lines;
+        regions[a.region].node_fractions(cpu_node, &mut frac);
+        let traffic = if a.write { 2.0 } else { 1.0 } * line;
+        for (j, &f) in frac.iter().enumerate() {
+            if f != 0.0 {
+                out.coef[j] += lines * f * topo.latency_ns(cpu_node, j) / mlp;
+                out.bytes[j] += lines * f * traffic;
+            }
+        }
+        out.base_ns += a.contended * xfer_ns.get(i).copied().unwrap_or(0.0);
+    }
+    out
+}
+
+/// Cost of one operation under contention `q` (see [`linear_op`]).
 pub fn op_profile(
     topo: &Topology,
     op: &OpCost,
@@ -63,34 +159,12 @@ pub fn op_profile(
     q: &Contention,
     xfer_ns: &[f64],
 ) -> OpProfile {
-    let nr = topo.nr_nodes();
-    let line = topo.cpu_model.line_bytes as f64;
-    let mlp = topo.cpu_model.mlp.max(1e-3);
-    let mut ns = op.cycles * topo.ns_per_cycle();
-    let mut bytes = vec![0.0; nr];
-    let mut total_lines = 0.0;
-    let random_footprint: f64 = random_footprint(op, regions);
-    let hit = if random_footprint > 0.0 { (cache_share / random_footprint).min(1.0) } else { 1.0 };
-    let mut frac = vec![0.0; nr];
-    for (i, a) in op.accesses.iter().enumerate() {
-        let lines = match a.pattern {
-            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil(),
-            Pattern::Stream => a.bytes / line,
-        };
-        total_lines += lines;
-        regions[a.region].node_fractions(cpu_node, &mut frac);
-        let traffic = if a.write { 2.0 } else { 1.0 } * line;
-        for (j, &f) in frac.iter().enumerate() {
-            if f == 0.0 {
-                continue;
-            }
-            let lat = topo.latency_ns(cpu_node, j) * q.factor(cpu_node, j);
-            ns += lines * f * lat / mlp;
-            bytes[j] += lines * f * traffic;
-        }
-        ns += a.contended * xfer_ns.get(i).copied().unwrap_or(0.0);
+    let l = linear_op(topo, op, regions, cpu_node, cache_share, xfer_ns);
+    OpProfile {
+        ns: l.ns(q),
+        lines: l.lines,
+        bytes: l.bytes,
     }
-    OpProfile { ns, bytes, lines: total_lines }
 }
 
 /// Bytes of the distinct regions an operation reads at random.
@@ -121,58 +195,107 @@ pub fn line_transfer_ns(topo: &Topology, a: NodeId, b: NodeId) -> f64 {
     m.line_transfer_remote_ns * f64::from(topo.distance(a, b)) / f64::from(nearest.max(1))
 }
 
-/// Memory demand of one running task, as input to [`solve_contention`].
-pub struct Demand<'a> {
-    pub cpu_node: NodeId,
-    pub op: &'a OpCost,
-    pub regions: &'a [Region],
-    pub cache_share: f64,
-    pub xfer_ns: Vec<f64>,
+/// Derivative of [`loaded_factor`] with respect to `rho`.
+fn loaded_factor_slope(rho: f64, ratio: f64) -> f64 {
+    if rho < 1.0 {
+        4.0 * (ratio - 1.0) * rho.max(0.0).powi(3)
+    } else {
+        ratio
+    }
 }
 
-/// Find the contention factors consistent with the running tasks' own speed.
-pub fn solve_contention(topo: &Topology, demands: &[Demand<'_>], start: &Contention) -> Contention {
+/// Find the contention factors consistent with the running tasks' own speed: each task's
+/// operation time depends on the factors, the factors on the bandwidth all tasks draw.
+///
+/// Solved by Newton steps per factor (each factor's own derivative, the weak coupling between
+/// nodes left to the iteration). The map from factors to factors is decreasing, so the
+/// Newton denominator is at least 1 and every step is a damped fixed-point step.
+pub fn solve_contention(
+    topo: &Topology,
+    demands: &[&LinearOp],
+    start: &Contention,
+) -> (Contention, u32) {
     let nr = topo.nr_nodes();
+    if demands.is_empty() {
+        return (Contention::idle(nr), 0);
+    }
     let ratio = topo.memory.loaded_latency_ratio;
     let mut q = start.clone();
-    if demands.is_empty() {
-        return Contention::idle(nr);
-    }
-    for _ in 0..50 {
-        let mut bw = vec![0.0; nr]; // bytes per ns into each node (all sources)
-        let mut remote_bw = vec![0.0; nr]; // from other nodes only
+    let mut iterations = 0;
+    // Per node: traffic from all CPUs, from remote CPUs, and the derivatives of each with
+    // respect to the local and the remote factor.
+    let mut bw = vec![0.0; nr];
+    let mut remote_bw = vec![0.0; nr];
+    let mut d_local = vec![0.0; nr];
+    let mut d_remote = vec![0.0; nr];
+    for _ in 0..100 {
+        bw.fill(0.0);
+        remote_bw.fill(0.0);
+        d_local.fill(0.0);
+        d_remote.fill(0.0);
         for d in demands {
-            let p = op_profile(topo, d.op, d.regions, d.cpu_node, d.cache_share, &q, &d.xfer_ns);
-            if p.ns <= 0.0 {
+            let ns = d.ns(&q);
+            if ns <= 0.0 {
                 continue;
             }
-            for (j, b) in p.bytes.iter().enumerate() {
-                bw[j] += b / p.ns;
-                if j != d.cpu_node {
-                    remote_bw[j] += b / p.ns;
+            for (j, (&b, &c)) in d.bytes.iter().zip(&d.coef).enumerate() {
+                if b == 0.0 {
+                    continue;
+                }
+                bw[j] += b / ns;
+                let slope = b * c / (ns * ns);
+                if j == d.cpu_node {
+                    d_local[j] += slope;
+                } else {
+                    remote_bw[j] += b / ns;
+                    d_remote[j] += slope;
                 }
             }
         }
         let mut change: f64 = 0.0;
         for j in 0..nr {
             let node = &topo.nodes[j];
-            let f_mem = loaded_factor(bw[j] / node.bandwidth_gbps, ratio);
-            let f_link = loaded_factor(remote_bw[j] / node.remote_bandwidth_gbps, ratio);
-            let new_local = f_mem;
-            let new_remote = f_mem.max(f_link);
-            // Damped update: the map is decreasing in q, plain iteration could oscillate.
-            let l = 0.5 * q.local[j] + 0.5 * new_local;
-            let r = 0.5 * q.remote[j] + 0.5 * new_remote;
-            change = change.max((l - q.local[j]).abs() / q.local[j]);
-            change = change.max((r - q.remote[j]).abs() / q.remote[j]);
-            q.local[j] = l;
-            q.remote[j] = r;
+            let (rho_m, rho_l) = (
+                bw[j] / node.bandwidth_gbps,
+                remote_bw[j] / node.remote_bandwidth_gbps,
+            );
+            let (g_m, g_l) = (loaded_factor(rho_m, ratio), loaded_factor(rho_l, ratio));
+            let s_m = loaded_factor_slope(rho_m, ratio);
+            // Newton on the node's two factors x (local) and y (remote):
+            //   F1 = x - g(rho_mem(x, y)),  F2 = y - max(g(rho_mem), g(rho_link(y))).
+            // rho falls as the factors rise, so the diagonal of the Jacobian is >= 1.
+            let a = d_local[j] / node.bandwidth_gbps; // -d rho_mem / dx
+            let b = d_remote[j] / node.bandwidth_gbps; // -d rho_mem / dy
+            let f1 = q.local[j] - g_m;
+            let (j11, j12) = (1.0 + s_m * a, s_m * b);
+            let (f2, j21, j22) = if g_m >= g_l {
+                (q.remote[j] - g_m, s_m * a, 1.0 + s_m * b)
+            } else {
+                let c = d_remote[j] / node.remote_bandwidth_gbps;
+                (
+                    q.remote[j] - g_l,
+                    0.0,
+                    1.0 + loaded_factor_slope(rho_l, ratio) * c,
+                )
+            };
+            let det = j11 * j22 - j12 * j21;
+            let (step_l, step_r) = if det.abs() > 1e-12 {
+                (-(f1 * j22 - j12 * f2) / det, -(j11 * f2 - j21 * f1) / det)
+            } else {
+                (-f1 / j11, -f2 / j22)
+            };
+            change = change
+                .max(step_l.abs() / q.local[j])
+                .max(step_r.abs() / q.remote[j]);
+            q.local[j] = (q.local[j] + step_l).max(1.0);
+            q.remote[j] = (q.remote[j] + step_r).max(1.0);
         }
-        if change < 1e-6 {
+        iterations += 1;
+        if change < 1e-7 {
             break;
         }
     }
-    q
+    (q, iterations)
 }
 
 #[cfg(test)]
@@ -187,7 +310,13 @@ mod tests {
 
     fn region_on(t: &Topology, node: NodeId, bytes: u64) -> Region {
         let mut m = NodeMemory::new(t);
-        let mut r = Region::new("a", bytes, MemPolicy::Bind(vec![node]), 2 << 20, t.nr_nodes());
+        let mut r = Region::new(
+            "a",
+            bytes,
+            MemPolicy::Bind(vec![node]),
+            2 << 20,
+            t.nr_nodes(),
+        );
         for g in 0..r.groups.len() {
             m.touch(t, &mut r, g, node);
         }
@@ -246,19 +375,11 @@ mod tests {
                 contended: 0.0,
             }],
         };
-        let mk = |n: usize| -> Vec<Demand<'_>> {
-            (0..n)
-                .map(|_| Demand {
-                    cpu_node: 0,
-                    op: &op,
-                    regions: &regions,
-                    cache_share: 0.0,
-                    xfer_ns: vec![],
-                })
-                .collect()
-        };
-        let q1 = solve_contention(&t, &mk(1), &Contention::idle(2));
-        let q4 = solve_contention(&t, &mk(4), &Contention::idle(2));
+        let one = linear_op(&t, &op, &regions, 0, 0.0, &[]);
+        let mk = |n: usize| -> Vec<&LinearOp> { (0..n).map(|_| &one).collect() };
+        let (q1, _) = solve_contention(&t, &mk(1), &Contention::idle(2));
+        let (q4, iters) = solve_contention(&t, &mk(4), &Contention::idle(2));
+        assert!(iters < 100, "did not converge");
         assert!(q4.local[0] > q1.local[0]);
         // Delivered bandwidth never exceeds the node's peak by more than rounding.
         let p = op_profile(&t, &op, &regions, 0, 0.0, &q4, &[]);

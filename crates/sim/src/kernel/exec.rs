@@ -4,7 +4,7 @@ use super::task::{PhaseWork, Process, Task, TaskState};
 use super::{Kernel, Pid, TaskId};
 use crate::memory::{MemPolicy, Region};
 use crate::program::Phase;
-use crate::sched::CpuScheduler;
+use crate::sched::{CpuScheduler, ExecPlacement};
 use topo::{CpuId, CpuSet};
 
 impl Kernel {
@@ -22,7 +22,11 @@ impl Kernel {
             let (work, left) = match phase {
                 Phase::Compute { cycles } => (PhaseWork::Cycles { user: true }, *cycles),
                 Phase::Kernel { cycles } => (PhaseWork::Cycles { user: false }, *cycles),
-                Phase::Send { chans, msgs, cycles_per_msg } => (
+                Phase::Send {
+                    chans,
+                    msgs,
+                    cycles_per_msg,
+                } => (
                     PhaseWork::Cycles { user: false },
                     cycles_per_msg * f64::from(*msgs) * chans.len() as f64,
                 ),
@@ -35,7 +39,11 @@ impl Kernel {
                     let untouched = r.bytes - r.allocated_bytes().min(r.bytes);
                     (PhaseWork::Touch { region: *region }, untouched as f64)
                 }
-                Phase::Recv { chan, msgs, cycles_per_msg } => {
+                Phase::Recv {
+                    chan,
+                    msgs,
+                    cycles_per_msg,
+                } => {
                     if *msgs == 0 {
                         self.tasks[t].pc += 1;
                         continue;
@@ -51,7 +59,10 @@ impl Kernel {
                     }
                     let k = ch.pending.min(u64::from(self.tasks[t].recv_left)) as u32;
                     ch.pending -= u64::from(k);
-                    (PhaseWork::RecvMsgs { msgs: k }, cycles_per_msg * f64::from(k))
+                    (
+                        PhaseWork::RecvMsgs { msgs: k },
+                        cycles_per_msg * f64::from(k),
+                    )
                 }
                 Phase::Sleep { ns, jitter } => {
                     let f = 1.0 + self.uniform(-jitter, *jitter);
@@ -60,10 +71,14 @@ impl Kernel {
                     self.sleep_until(t, until);
                     return;
                 }
-                Phase::Spawn { program, count } => {
+                Phase::Spawn {
+                    program,
+                    count,
+                    exec,
+                } => {
                     for _ in 0..*count {
                         let cpu = self.tasks[t].cpu;
-                        self.create(s, Some(t), *program, None, cpu);
+                        self.create(s, Some(t), *program, None, cpu, *exec);
                     }
                     self.tasks[t].pc += 1;
                     continue;
@@ -72,7 +87,7 @@ impl Kernel {
                     let pid = self.tasks[t].pid;
                     for _ in 0..*count {
                         let cpu = self.tasks[t].cpu;
-                        self.create(s, Some(t), *program, Some(pid), cpu);
+                        self.create(s, Some(t), *program, Some(pid), cpu, false);
                     }
                     self.tasks[t].pc += 1;
                     continue;
@@ -173,6 +188,9 @@ impl Kernel {
             }
         }
         self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
+        if newly > 0 {
+            self.procs[pid].mem_version += 1;
+        }
     }
 
     fn exit(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
@@ -193,6 +211,7 @@ impl Kernel {
             for r in &mut p.regions {
                 self.mem.free(r);
             }
+            p.mem_version += 1;
         }
         if let Some(par) = parent {
             let pt = &mut self.tasks[par];
@@ -204,8 +223,8 @@ impl Kernel {
         }
     }
 
-    /// Create a task running `program`: a new process (fork + exec) unless `pid` names the
-    /// process to add a thread to. `cpu` is the creator's CPU.
+    /// Create a task running `program`: a new process unless `pid` names the process to add a
+    /// thread to; `exec` applies the scheduler's exec-time placement. `cpu` is the creator's.
     pub(crate) fn create(
         &mut self,
         s: &mut dyn CpuScheduler,
@@ -213,12 +232,17 @@ impl Kernel {
         program: usize,
         pid: Option<Pid>,
         cpu: CpuId,
+        exec: bool,
     ) -> TaskId {
         let wl = self.workload.clone();
         let prog = &wl.programs[program];
         let id = self.tasks.len();
         let affinity: CpuSet = match &prog.affinity {
-            Some(list) => list.iter().copied().filter(|&c| c < self.topo.nr_cpus()).collect(),
+            Some(list) => list
+                .iter()
+                .copied()
+                .filter(|&c| c < self.topo.nr_cpus())
+                .collect(),
             None => self.topo.all_cpus(),
         };
         let nr_nodes = self.topo.nr_nodes();
@@ -261,6 +285,7 @@ impl Kernel {
             migrations: 0,
             node_migrations: 0,
             mem_at_exit: Vec::new(),
+            op_cache: None,
         });
         if let Some(p) = parent {
             self.tasks[p].children_alive += 1;
@@ -268,7 +293,19 @@ impl Kernel {
         self.live_tasks += 1;
         let mut target = s.fork_cpu(self, cpu, id);
         if new_process {
-            let placement = s.exec(self, id, target);
+            let placement = if exec {
+                s.exec(self, id, target)
+            } else {
+                Default::default()
+            };
+            // A plain fork inherits the parent's home node.
+            let placement = match (exec, parent) {
+                (false, Some(p)) => ExecPlacement {
+                    home: self.tasks[p].home_node,
+                    ..placement
+                },
+                _ => placement,
+            };
             if let Some(c) = placement.cpu {
                 target = c;
             }
@@ -287,7 +324,14 @@ impl Kernel {
                     Region::new(&r.name, r.bytes, policy, group, nr_nodes)
                 })
                 .collect();
-            self.procs.push(Process { pid, program, regions, threads_alive: 0, threads: Vec::new() });
+            self.procs.push(Process {
+                pid,
+                program,
+                regions,
+                threads_alive: 0,
+                threads: Vec::new(),
+                mem_version: 0,
+            });
         } else if let Some(p) = parent {
             self.tasks[id].home_node = self.tasks[p].home_node;
         }
@@ -316,10 +360,10 @@ impl Kernel {
         let l = self.workload.launches[i].clone();
         let cpu = l.cpu.unwrap_or(0).min(self.topo.nr_cpus() - 1);
         for _ in 0..l.count {
-            let leader = self.create(s, None, l.program, None, cpu);
+            let leader = self.create(s, None, l.program, None, cpu, true);
             let pid = self.tasks[leader].pid;
             for _ in 1..l.threads.max(1) {
-                self.create(s, None, l.program, Some(pid), cpu);
+                self.create(s, None, l.program, Some(pid), cpu, false);
             }
         }
     }

@@ -22,6 +22,7 @@ use cost::Contention;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 pub use task::{Pid, Process, Task, TaskId, TaskState};
 use topo::{CpuId, NodeId, Topology};
@@ -87,8 +88,9 @@ pub struct Counters {
     pub page_faults: u64,
     /// Bytes moved by page migration.
     pub migrated_bytes: u64,
-    /// Recomputations of memory contention.
+    /// Recomputations of memory contention, and their fixed-point iterations.
     pub contention_solves: u64,
+    pub contention_iterations: u64,
 }
 
 impl Counters {
@@ -104,12 +106,50 @@ pub struct Channel {
     pub reader: Option<TaskId>,
 }
 
+/// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next
+/// round (the O(1) scheduler's expired array); lower priority values run first; FIFO within.
+pub type RqKey = (u64, i32, u64);
+
+/// The waiting tasks of one runqueue, ordered by [`RqKey`].
+#[derive(Clone, Debug, Default)]
+pub struct RunList {
+    set: BTreeSet<(RqKey, TaskId)>,
+}
+
+impl RunList {
+    pub fn push(&mut self, key: RqKey, t: TaskId) {
+        self.set.insert((key, t));
+    }
+
+    pub fn remove(&mut self, key: RqKey, t: TaskId) -> bool {
+        self.set.remove(&(key, t))
+    }
+
+    /// Take the task that runs next.
+    pub fn pop_first(&mut self) -> Option<TaskId> {
+        self.set.pop_first().map(|(_, t)| t)
+    }
+
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// Waiting tasks, next to run first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + '_ {
+        self.set.iter().map(|(_, t)| *t)
+    }
+}
+
 /// One CPU's runqueue and bookkeeping.
 #[derive(Clone, Debug)]
 pub struct RunQueue {
     pub curr: Option<TaskId>,
-    /// Tasks waiting for this CPU (not the current one).
-    pub queue: Vec<TaskId>,
+    /// Tasks waiting for this CPU (not the current one), ordered by their runqueue key.
+    pub queue: RunList,
     /// Round of the task last picked (tasks whose slice expired wait for the next round).
     pub round: u64,
     /// Generation of the pending boundary event.
@@ -123,6 +163,8 @@ pub struct RunQueue {
     /// Offset of this CPU's timer ticks.
     pub tick_phase: Ns,
     pub need_resched: bool,
+    /// Time of the pending boundary event, if one is pending.
+    pub boundary_at: Option<Ns>,
     /// Time spent running tasks, ns.
     pub busy_ns: Ns,
 }
@@ -153,20 +195,29 @@ pub struct Kernel {
     pub nr_waiting: usize,
     /// Workload launches not yet started.
     pub launches_pending: usize,
+    /// CPUs of each last-level cache.
+    llc_cpus: Vec<Vec<CpuId>>,
     /// Tasks to wake once the current event is handled (message arrivals, child exits).
     pub(crate) pending_wakes: Vec<TaskId>,
     contention_dirty: bool,
+    /// Fingerprint of the demands of the last contention solve.
+    contention_fp: u64,
     rng: ChaCha8Rng,
     seq: u64,
 }
 
 impl Kernel {
-    pub fn new(topo: Arc<Topology>, workload: Arc<Workload>, params: KernelParams, seeds: &SeedTree) -> Self {
+    pub fn new(
+        topo: Arc<Topology>,
+        workload: Arc<Workload>,
+        params: KernelParams,
+        seeds: &SeedTree,
+    ) -> Self {
         let mut tick_rng = seeds.stream("tick-phase", 0);
         let rqs = (0..topo.nr_cpus())
             .map(|_| RunQueue {
                 curr: None,
-                queue: Vec::new(),
+                queue: RunList::default(),
                 round: 0,
                 epoch: 0,
                 balance_epoch: 0,
@@ -174,6 +225,7 @@ impl Kernel {
                 balance_idle: true,
                 tick_phase: tick_rng.gen_range(0..params.tick),
                 need_resched: false,
+                boundary_at: None,
                 busy_ns: 0,
             })
             .collect();
@@ -182,6 +234,11 @@ impl Kernel {
             events.push(l.at, Event::Timer { id: i as u32 });
         }
         let launches_pending = workload.launches.len();
+        let nr_llc = topo.cpus.iter().map(|c| c.llc + 1).max().unwrap_or(0);
+        let mut llc_cpus = vec![Vec::new(); nr_llc];
+        for c in &topo.cpus {
+            llc_cpus[c.llc].push(c.id);
+        }
         Kernel {
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
@@ -198,8 +255,10 @@ impl Kernel {
             live_tasks: 0,
             nr_waiting: 0,
             launches_pending,
+            llc_cpus,
             pending_wakes: Vec::new(),
             contention_dirty: false,
+            contention_fp: 0,
             rng: seeds.stream("workload", 0),
             seq: 0,
         }
@@ -215,7 +274,11 @@ impl Kernel {
 
     /// Runnable tasks on a node's CPUs.
     pub fn node_nr_running(&self, node: NodeId) -> usize {
-        self.topo.node_cpus(node).iter().map(|c| self.rqs[c].nr_running()).sum()
+        self.topo
+            .node_cpus(node)
+            .iter()
+            .map(|c| self.rqs[c].nr_running())
+            .sum()
     }
 
     /// The node holding most of a task's memory.
@@ -255,8 +318,7 @@ impl Kernel {
     pub fn migrate_queued(&mut self, t: TaskId, dst: CpuId) {
         let src = self.tasks[t].cpu;
         debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
-        if let Some(pos) = self.rqs[src].queue.iter().position(|&x| x == t) {
-            self.rqs[src].queue.swap_remove(pos);
+        if self.rqs[src].queue.remove(self.tasks[t].rq_key, t) {
             self.nr_waiting -= 1;
         }
         self.enqueue(t, dst, false);
@@ -269,7 +331,11 @@ impl Kernel {
 
     /// Random draw from the workload stream (I/O jitter).
     pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        if hi <= lo { lo } else { self.rng.gen_range(lo..hi) }
+        if hi <= lo {
+            lo
+        } else {
+            self.rng.gen_range(lo..hi)
+        }
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -280,5 +346,93 @@ impl Kernel {
     /// Record that the rates of memory-bound tasks must be recomputed.
     pub fn mark_contention_dirty(&mut self) {
         self.contention_dirty = true;
+    }
+}
+
+impl Kernel {
+    /// Check the model's bookkeeping; returns the first broken rule. Tests call this after
+    /// every event.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut waiting = 0;
+        for (cpu, rq) in self.rqs.iter().enumerate() {
+            if let Some(t) = rq.curr {
+                let task = &self.tasks[t];
+                if task.state != TaskState::Running || task.cpu != cpu {
+                    return Err(format!(
+                        "cpu {cpu} runs task {t} whose state is {:?} on cpu {}",
+                        task.state, task.cpu
+                    ));
+                }
+                if !task.affinity.contains(cpu) {
+                    return Err(format!(
+                        "task {t} runs on cpu {cpu} outside its affinity {}",
+                        task.affinity
+                    ));
+                }
+            }
+            for t in rq.queue.iter() {
+                let task = &self.tasks[t];
+                if task.state != TaskState::Runnable || task.cpu != cpu {
+                    return Err(format!(
+                        "task {t} queued on cpu {cpu} is {:?} on cpu {}",
+                        task.state, task.cpu
+                    ));
+                }
+                if !task.affinity.contains(cpu) {
+                    return Err(format!(
+                        "task {t} queued on cpu {cpu} outside its affinity {}",
+                        task.affinity
+                    ));
+                }
+                waiting += 1;
+            }
+        }
+        if waiting != self.nr_waiting {
+            return Err(format!(
+                "nr_waiting is {} but {waiting} tasks wait",
+                self.nr_waiting
+            ));
+        }
+        let live = self
+            .tasks
+            .iter()
+            .filter(|t| t.state != TaskState::Exited)
+            .count();
+        if live != self.live_tasks {
+            return Err(format!(
+                "live_tasks is {} but {live} tasks live",
+                self.live_tasks
+            ));
+        }
+        for (i, t) in self.tasks.iter().enumerate() {
+            let node_sum: f64 = t.node_user_ns.iter().sum();
+            if (node_sum - t.user_ns).abs() > 1e-6 * t.user_ns.max(1.0) {
+                return Err(format!(
+                    "task {i}: per-node user time {node_sum} != user time {}",
+                    t.user_ns
+                ));
+            }
+        }
+        for (n, &used) in self.mem.used.iter().enumerate() {
+            if used > self.mem.capacity[n] {
+                return Err(format!(
+                    "node {n} holds {used} bytes, more than its {}",
+                    self.mem.capacity[n]
+                ));
+            }
+        }
+        let placed: u64 = self
+            .procs
+            .iter()
+            .flat_map(|p| &p.regions)
+            .map(|r| r.allocated_bytes())
+            .sum();
+        let used: u64 = self.mem.used.iter().sum();
+        if placed != used {
+            return Err(format!(
+                "regions hold {placed} bytes but nodes account {used}"
+            ));
+        }
+        Ok(())
     }
 }

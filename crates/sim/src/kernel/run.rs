@@ -1,8 +1,8 @@
 //! Running tasks: enqueue and dispatch, progress and accounting, time slices, preemption,
 //! the per-CPU balance ticks, and the contention refresh.
 
-use super::cost::{self, Demand};
-use super::task::{PhaseWork, TaskState};
+use super::cost;
+use super::task::{OpCache, PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::engine::Event;
 use crate::program::Phase;
@@ -32,7 +32,7 @@ impl Kernel {
         task.cpu = cpu;
         task.state = TaskState::Runnable;
         task.rq_key = (round, prio, seq);
-        self.rqs[cpu].queue.push(t);
+        self.rqs[cpu].queue.push((round, prio, seq), t);
         self.nr_waiting += 1;
         match self.rqs[cpu].curr {
             None => self.resched(cpu),
@@ -50,12 +50,23 @@ impl Kernel {
     /// Ask `cpu` to reschedule now (through an event, so that no handler re-enters another).
     pub fn resched(&mut self, cpu: CpuId) {
         let rq = &mut self.rqs[cpu];
+        if rq.boundary_at == Some(self.now) {
+            return;
+        }
         rq.epoch = rq.epoch.wrapping_add(1);
-        self.events.push(self.now, Event::CpuBoundary { cpu: cpu as u32, epoch: rq.epoch });
+        rq.boundary_at = Some(self.now);
+        self.events.push(
+            self.now,
+            Event::CpuBoundary {
+                cpu: cpu as u32,
+                epoch: rq.epoch,
+            },
+        );
     }
 
     /// Handle a boundary or reschedule event on `cpu`.
     pub(crate) fn on_boundary(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
+        self.rqs[cpu].boundary_at = None;
         let Some(t) = self.rqs[cpu].curr else {
             self.dispatch(s, cpu);
             return;
@@ -73,7 +84,8 @@ impl Kernel {
         if self.tasks[t].slice_left == 0 {
             self.expire(cpu, t);
             self.dispatch(s, cpu);
-        } else if std::mem::take(&mut self.rqs[cpu].need_resched) && !self.rqs[cpu].queue.is_empty() {
+        } else if std::mem::take(&mut self.rqs[cpu].need_resched) && !self.rqs[cpu].queue.is_empty()
+        {
             self.put_curr(cpu);
             self.requeue(t, cpu, false);
             self.dispatch(s, cpu);
@@ -86,7 +98,10 @@ impl Kernel {
     fn put_curr(&mut self, cpu: CpuId) {
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.tasks[t].last_ran = self.now;
-            if matches!(self.tasks[t].work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
+            if matches!(
+                self.tasks[t].work,
+                PhaseWork::MemOps | PhaseWork::Touch { .. }
+            ) {
                 self.mark_contention_dirty();
             }
         }
@@ -108,7 +123,7 @@ impl Kernel {
         let task = &mut self.tasks[t];
         task.state = TaskState::Runnable;
         task.rq_key = (round, prio, seq);
-        self.rqs[cpu].queue.push(t);
+        self.rqs[cpu].queue.push((round, prio, seq), t);
         self.nr_waiting += 1;
         self.unpark_balancers();
     }
@@ -122,11 +137,10 @@ impl Kernel {
                 self.counters.balance_calls += 1;
                 s.balance(self, cpu, IdleType::NewIdle);
             }
-            let Some(pos) = self.pick(cpu) else {
+            let Some(t) = self.rqs[cpu].queue.pop_first() else {
                 self.go_idle(cpu);
                 return;
             };
-            let t = self.rqs[cpu].queue.swap_remove(pos);
             self.nr_waiting -= 1;
             let was_idle_cpu = self.rqs[cpu].balance_parked || self.rqs[cpu].balance_idle;
             self.rqs[cpu].round = self.tasks[t].rq_key.0;
@@ -151,11 +165,6 @@ impl Kernel {
             self.start_chunk(cpu, t);
             return;
         }
-    }
-
-    fn pick(&self, cpu: CpuId) -> Option<usize> {
-        let q = &self.rqs[cpu].queue;
-        (0..q.len()).min_by_key(|&i| self.tasks[q[i]].rq_key)
     }
 
     fn go_idle(&mut self, cpu: CpuId) {
@@ -245,6 +254,7 @@ impl Kernel {
         }
         if newly > 0 {
             self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
+            proc.mem_version += 1;
             self.mark_contention_dirty();
         }
     }
@@ -266,12 +276,30 @@ impl Kernel {
             let next = ((done / gb).floor() + 1.0) * gb;
             until = until.min((next - done).max(1.0));
         }
-        let work_ns = if task.rate > 0.0 { until / task.rate } else { f64::INFINITY };
-        let ns = (task.cold_ns + work_ns).min(task.slice_left as f64).ceil().max(1.0);
+        let work_ns = if task.rate > 0.0 {
+            until / task.rate
+        } else {
+            f64::INFINITY
+        };
+        let ns = (task.cold_ns + work_ns)
+            .min(task.slice_left as f64)
+            .ceil()
+            .max(1.0);
         let at = self.now.saturating_add(ns as Ns);
         let rq = &mut self.rqs[cpu];
+        if rq.boundary_at == Some(at) {
+            // The pending event is already right (rates did not change).
+            return;
+        }
+        rq.boundary_at = Some(at);
         rq.epoch = rq.epoch.wrapping_add(1);
-        self.events.push(at, Event::CpuBoundary { cpu: cpu as u32, epoch: rq.epoch });
+        self.events.push(
+            at,
+            Event::CpuBoundary {
+                cpu: cpu as u32,
+                epoch: rq.epoch,
+            },
+        );
     }
 
     /// Rate of `t`'s current phase at its CPU under the current contention.
@@ -283,15 +311,9 @@ impl Kernel {
             PhaseWork::Cycles { user } => (1.0 / nspc, if user { 1.0 } else { 0.0 }),
             PhaseWork::RecvMsgs { .. } => (1.0 / nspc, 0.0),
             PhaseWork::MemOps => {
-                let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc]
-                else {
-                    unreachable!("MemOps work outside a Memory phase")
-                };
-                let share = self.cache_share(task.cpu);
-                let xfer = self.xfer_costs(t, op);
-                let regions = &self.procs[task.pid].regions;
-                let p = cost::op_profile(&self.topo, op, regions, self.node_of(task.cpu), share, &self.q, &xfer);
-                (1.0 / p.ns.max(1e-9), 1.0)
+                self.ensure_op(t);
+                let op = self.tasks[t].op_cache.as_ref().map(|c| &c.op);
+                (op.map_or(0.0, |op| 1.0 / op.ns(&self.q).max(1e-9)), 1.0)
             }
             PhaseWork::Touch { .. } => {
                 // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
@@ -313,16 +335,46 @@ impl Kernel {
         }
     }
 
+    /// Bring `t`'s cost decomposition up to date with its place, cache share and memory.
+    fn ensure_op(&mut self, t: TaskId) {
+        let task = &self.tasks[t];
+        let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
+            return;
+        };
+        let node = self.node_of(task.cpu);
+        let share = self.cache_share(task.cpu);
+        let version = self.procs[task.pid].mem_version;
+        let contended = op.accesses.iter().any(|a| a.contended > 0.0);
+        if !contended
+            && task.op_cache.as_ref().is_some_and(|c| {
+                c.pc == task.pc
+                    && c.node == node
+                    && c.share_bits == share.to_bits()
+                    && c.mem_version == version
+            })
+        {
+            return;
+        }
+        let xfer = self.xfer_costs(t, op);
+        let regions = &self.procs[task.pid].regions;
+        let lin = cost::linear_op(&self.topo, op, regions, node, share, &xfer);
+        self.tasks[t].op_cache = Some(OpCache {
+            pc: task.pc,
+            node,
+            share_bits: share.to_bits(),
+            mem_version: version,
+            op: lin,
+        });
+    }
+
     /// LLC bytes available to one memory-bound task on `cpu`'s cache.
     fn cache_share(&self, cpu: CpuId) -> f64 {
-        let llc = self.topo.cpus[cpu].llc;
-        let sharers = self
-            .topo
-            .llc_cpus(cpu)
+        let sharers = self.llc_cpus[self.topo.cpus[cpu].llc]
             .iter()
-            .filter(|&c| {
-                self.topo.cpus[c].llc == llc
-                    && self.rqs[c].curr.is_some_and(|x| self.tasks[x].work == PhaseWork::MemOps)
+            .filter(|&&c| {
+                self.rqs[c]
+                    .curr
+                    .is_some_and(|x| self.tasks[x].work == PhaseWork::MemOps)
             })
             .count()
             .max(1);
@@ -345,10 +397,14 @@ impl Kernel {
                 let mut n = 0usize;
                 for &o in &proc.threads {
                     let other = &self.tasks[o];
-                    if o == t || other.state != TaskState::Running || other.work != PhaseWork::MemOps {
+                    if o == t
+                        || other.state != TaskState::Running
+                        || other.work != PhaseWork::MemOps
+                    {
                         continue;
                     }
-                    let Phase::Memory { op: oop, .. } = &self.workload.programs[other.program].phases[other.pc]
+                    let Phase::Memory { op: oop, .. } =
+                        &self.workload.programs[other.program].phases[other.pc]
                     else {
                         continue;
                     };
@@ -368,36 +424,50 @@ impl Kernel {
             return;
         }
         self.contention_dirty = false;
-        self.counters.contention_solves += 1;
         let mem_cpus: Vec<CpuId> = (0..self.rqs.len())
             .filter(|&c| {
-                self.rqs[c]
-                    .curr
-                    .is_some_and(|t| matches!(self.tasks[t].work, PhaseWork::MemOps | PhaseWork::Touch { .. }))
+                self.rqs[c].curr.is_some_and(|t| {
+                    matches!(
+                        self.tasks[t].work,
+                        PhaseWork::MemOps | PhaseWork::Touch { .. }
+                    )
+                })
             })
             .collect();
         for &c in &mem_cpus {
             let t = self.rqs[c].curr.unwrap_or_default();
             self.settle(t);
         }
-        let q = {
-            let mut demands = Vec::new();
-            for &c in &mem_cpus {
-                let t = self.rqs[c].curr.unwrap_or_default();
-                let task = &self.tasks[t];
-                if let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] {
-                    demands.push(Demand {
-                        cpu_node: self.node_of(c),
-                        op,
-                        regions: &self.procs[task.pid].regions,
-                        cache_share: self.cache_share(c),
-                        xfer_ns: self.xfer_costs(t, op),
-                    });
-                }
+        for &c in &mem_cpus {
+            let t = self.rqs[c].curr.unwrap_or_default();
+            if self.tasks[t].work == PhaseWork::MemOps {
+                self.ensure_op(t);
             }
-            cost::solve_contention(&self.topo, &demands, &self.q)
+        }
+        let q = {
+            let demands: Vec<&cost::LinearOp> = mem_cpus
+                .iter()
+                .filter_map(|&c| self.rqs[c].curr)
+                .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
+                .filter_map(|t| self.tasks[t].op_cache.as_ref().map(|c| &c.op))
+                .collect();
+            // The same multiset of demands as at the last solve gives the same answer.
+            let fp = demands
+                .iter()
+                .fold(0u64, |acc, d| acc.wrapping_add(d.fingerprint()));
+            if fp == self.contention_fp && !demands.is_empty() {
+                None
+            } else {
+                self.contention_fp = fp;
+                self.counters.contention_solves += 1;
+                let (q, iterations) = cost::solve_contention(&self.topo, &demands, &self.q);
+                self.counters.contention_iterations += u64::from(iterations);
+                Some(q)
+            }
         };
-        self.q = q;
+        if let Some(q) = q {
+            self.q = q;
+        }
         for &c in &mem_cpus {
             let t = self.rqs[c].curr.unwrap_or_default();
             self.start_chunk(c, t);
@@ -414,14 +484,24 @@ impl Kernel {
         let tick = self.params.tick;
         let every = (s.balance_interval(self, cpu, idle) / tick).max(1);
         let phase = self.rqs[cpu].tick_phase;
-        let mut m = if self.now < phase { 0 } else { (self.now - phase) / tick + 1 };
+        let mut m = if self.now < phase {
+            0
+        } else {
+            (self.now - phase) / tick + 1
+        };
         m = m.div_ceil(every) * every;
         let at = phase + m * tick;
         let rq = &mut self.rqs[cpu];
         rq.balance_parked = false;
         rq.balance_idle = idle;
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
-        self.events.push(at, Event::Balance { cpu: cpu as u32, epoch: rq.balance_epoch });
+        self.events.push(
+            at,
+            Event::Balance {
+                cpu: cpu as u32,
+                epoch: rq.balance_epoch,
+            },
+        );
     }
 
     fn unpark(&mut self, cpu: CpuId) {
@@ -432,8 +512,18 @@ impl Kernel {
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
         let tick = self.params.tick;
         let phase = rq.tick_phase;
-        let m = if self.now < phase { 0 } else { (self.now - phase) / tick + 1 };
-        self.events.push(phase + m * tick, Event::Balance { cpu: cpu as u32, epoch: rq.balance_epoch });
+        let m = if self.now < phase {
+            0
+        } else {
+            (self.now - phase) / tick + 1
+        };
+        self.events.push(
+            phase + m * tick,
+            Event::Balance {
+                cpu: cpu as u32,
+                epoch: rq.balance_epoch,
+            },
+        );
     }
 
     /// Some task is waiting for a CPU: idle CPUs resume their idle balance ticks.
@@ -449,7 +539,11 @@ impl Kernel {
     pub(crate) fn on_balance(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
         let idle = self.rqs[cpu].curr.is_none();
         self.counters.balance_calls += 1;
-        s.balance(self, cpu, if idle { IdleType::Idle } else { IdleType::Busy });
+        s.balance(
+            self,
+            cpu,
+            if idle { IdleType::Idle } else { IdleType::Busy },
+        );
         if self.rqs[cpu].curr.is_none() && self.nr_waiting == 0 {
             self.rqs[cpu].balance_parked = true;
             return;

@@ -1,5 +1,6 @@
 //! Tasks (threads) and processes (address spaces) as the kernel model sees them.
 
+use super::cost::LinearOp;
 use crate::memory::Region;
 use crate::time::Ns;
 use topo::{CpuId, CpuSet, NodeId};
@@ -92,6 +93,18 @@ pub struct Task {
     pub node_migrations: u32,
     /// Bytes of its process's memory per node when it exited.
     pub mem_at_exit: Vec<u64>,
+    /// Cost decomposition of its current `Memory` phase, valid for the key it records.
+    pub op_cache: Option<OpCache>,
+}
+
+/// A task's [`LinearOp`] with what it was computed for.
+#[derive(Clone, Debug)]
+pub struct OpCache {
+    pub pc: usize,
+    pub node: NodeId,
+    pub share_bits: u64,
+    pub mem_version: u64,
+    pub op: LinearOp,
 }
 
 impl Task {
@@ -108,6 +121,8 @@ pub struct Process {
     pub regions: Vec<Region>,
     pub threads_alive: u32,
     pub threads: Vec<TaskId>,
+    /// Bumped whenever any page group of the process is placed, moved or freed.
+    pub mem_version: u64,
 }
 
 impl Process {
@@ -126,7 +141,10 @@ impl Process {
     /// memory is placed.
     pub fn main_node(&self, nr_nodes: usize) -> Option<NodeId> {
         let v = self.node_bytes(nr_nodes);
-        let (node, &max) = v.iter().enumerate().max_by_key(|(i, b)| (**b, usize::MAX - i))?;
+        let (node, &max) = v
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, b)| (**b, usize::MAX - i))?;
         (max > 0).then_some(node)
     }
 

@@ -32,7 +32,10 @@ pub struct Busiest {
 
 impl QueueBalancer {
     pub fn new(nr_cpus: usize, imbalance_pct: u32) -> Self {
-        QueueBalancer { prev_nr: vec![vec![0; nr_cpus]; nr_cpus], imbalance_pct }
+        QueueBalancer {
+            prev_nr: vec![vec![0; nr_cpus]; nr_cpus],
+            imbalance_pct,
+        }
     }
 
     /// Find the busiest queue among `span` as seen by `this`; `weight(cpu)` adds a bonus to a
@@ -48,12 +51,20 @@ impl QueueBalancer {
         let idle = idle.is_idle();
         let prev = &mut self.prev_nr[this];
         let own = k.nr_running(this);
-        let nr_running = if idle || own > prev[this] as usize { own } else { prev[this] as usize };
+        let nr_running = if idle || own > prev[this] as usize {
+            own
+        } else {
+            prev[this] as usize
+        };
         let mut busiest = None;
         let mut max_load = 1usize;
         for c in span.iter() {
             let now = k.nr_running(c);
-            let load = if idle || now < prev[c] as usize { now } else { prev[c] as usize };
+            let load = if idle || now < prev[c] as usize {
+                now
+            } else {
+                prev[c] as usize
+            };
             prev[c] = now as u32;
             let load = load + if load > 0 { weight(c) } else { 0 };
             if c != this && load > max_load {
@@ -74,7 +85,7 @@ impl QueueBalancer {
 /// Waiting tasks of `cpu`'s queue in the order the O(1) balancer considers them: expired
 /// (later round) first, then by priority, newest first within one priority.
 pub fn pull_order(k: &Kernel, cpu: CpuId) -> Vec<TaskId> {
-    let mut v = k.rqs[cpu].queue.clone();
+    let mut v: Vec<TaskId> = k.rqs[cpu].queue.iter().collect();
     v.sort_by_key(|&t| {
         let (round, prio, seq) = k.tasks[t].rq_key;
         (std::cmp::Reverse(round), prio, std::cmp::Reverse(seq))

@@ -76,9 +76,18 @@ pub trait CpuScheduler: Send {
 
 /// Names of all CPU-level schedulers.
 pub const SCHEDULERS: &[(&str, &str)] = &[
-    ("o1", "A: the 2.5 O(1) scheduler, NUMA-oblivious (one flat balancing domain)"),
-    ("node-affine-static", "E: node-affine, initial load balancing, static homenode"),
-    ("node-affine-dynamic", "F: node-affine, no initial balancing, homenode = node with most memory"),
+    (
+        "o1",
+        "A: the 2.5 O(1) scheduler, NUMA-oblivious (one flat balancing domain)",
+    ),
+    (
+        "node-affine-static",
+        "E: node-affine, initial load balancing, static homenode",
+    ),
+    (
+        "node-affine-dynamic",
+        "F: node-affine, no initial balancing, homenode = node with most memory",
+    ),
 ];
 
 /// Build a scheduler from a spec such as `o1` or `node-affine-static:home_bonus=2`.
@@ -90,7 +99,10 @@ pub fn build(spec: &SchedSpec, topo: &topo::Topology) -> Result<Box<dyn CpuSched
         "node-affine-dynamic" => Box::new(NodeAffine::new(topo, true, &mut opts)?),
         other => {
             let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
-            return Err(format!("unknown scheduler `{other}` (valid: {})", names.join(", ")));
+            return Err(format!(
+                "unknown scheduler `{other}` (valid: {})",
+                names.join(", ")
+            ));
         }
     };
     opts.finish()?;

@@ -51,23 +51,34 @@ impl NodeAffine {
             node_qb: QueueBalancer::new(n, p.imbalance_pct),
             remote_qb: QueueBalancer::new(n, p.imbalance_pct),
             imbalanced_since: vec![None; n],
-            node_spans: (0..topo.nr_nodes()).map(|i| topo.node_cpus(i).clone()).collect(),
+            node_spans: (0..topo.nr_nodes())
+                .map(|i| topo.node_cpus(i).clone())
+                .collect(),
             p,
         })
     }
 
     fn home(&self, k: &Kernel, t: TaskId) -> Option<NodeId> {
-        if self.dynamic { k.task_mem_node(t) } else { k.tasks[t].home_node }
+        if self.dynamic {
+            k.task_mem_node(t)
+        } else {
+            k.tasks[t].home_node
+        }
     }
 
     /// Waiting tasks on `cpu` whose homenode is `node`.
     fn homed_on(&self, k: &Kernel, cpu: CpuId, node: NodeId) -> usize {
-        k.rqs[cpu].queue.iter().filter(|&&t| self.home(k, t) == Some(node)).count()
+        k.rqs[cpu]
+            .queue
+            .iter()
+            .filter(|&t| self.home(k, t) == Some(node))
+            .count()
     }
 
     /// The remote CPUs to search: those of nodes at least as loaded (per CPU) as ours.
     fn remote_span(&self, k: &Kernel, node: NodeId) -> CpuSet {
-        let load = |n: NodeId| k.node_nr_running(n) as f64 / self.node_spans[n].count().max(1) as f64;
+        let load =
+            |n: NodeId| k.node_nr_running(n) as f64 / self.node_spans[n].count().max(1) as f64;
         let mine = load(node);
         let mut span = CpuSet::new();
         for (n, cpus) in self.node_spans.iter().enumerate() {
@@ -82,15 +93,22 @@ impl NodeAffine {
         let node = k.node_of(cpu);
         let span = self.remote_span(k, node);
         let bonus = self.home_bonus;
-        let weights: Vec<usize> =
-            (0..k.rqs.len()).map(|c| bonus * self.homed_on(k, c, node)).collect();
-        let found = self.remote_qb.find_busiest(k, cpu, &span, idle, |c| weights[c]);
+        let weights: Vec<usize> = (0..k.rqs.len())
+            .map(|c| bonus * self.homed_on(k, c, node))
+            .collect();
+        let found = self
+            .remote_qb
+            .find_busiest(k, cpu, &span, idle, |c| weights[c]);
         let Some(b) = found else {
             self.imbalanced_since[cpu] = None;
             return 0;
         };
         let since = *self.imbalanced_since[cpu].get_or_insert(k.now);
-        let base = if idle.is_idle() { self.delay_idle } else { self.delay_busy };
+        let base = if idle.is_idle() {
+            self.delay_idle
+        } else {
+            self.delay_busy
+        };
         let dist = u64::from(k.topo.distance(node, k.node_of(b.cpu)));
         if k.now - since < base * dist / 10 {
             return 0;
@@ -108,7 +126,11 @@ impl NodeAffine {
 
 impl CpuScheduler for NodeAffine {
     fn name(&self) -> &'static str {
-        if self.dynamic { "node-affine-dynamic" } else { "node-affine-static" }
+        if self.dynamic {
+            "node-affine-dynamic"
+        } else {
+            "node-affine-static"
+        }
     }
 
     fn options(&self) -> Vec<(String, String)> {
@@ -124,7 +146,11 @@ impl CpuScheduler for NodeAffine {
     }
 
     fn balance_interval(&self, _k: &Kernel, _cpu: CpuId, idle: bool) -> Ns {
-        if idle { self.p.idle_interval } else { self.p.busy_interval }
+        if idle {
+            self.p.idle_interval
+        } else {
+            self.p.busy_interval
+        }
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
@@ -150,8 +176,14 @@ impl CpuScheduler for NodeAffine {
                 la.total_cmp(&lb).then(a.cmp(&b))
             })
             .unwrap_or(0);
-        let cpu = self.node_spans[node].iter().min_by_key(|&c| (k.nr_running(c), c));
-        ExecPlacement { cpu, home: Some(node), alloc_on_home: true }
+        let cpu = self.node_spans[node]
+            .iter()
+            .min_by_key(|&c| (k.nr_running(c), c));
+        ExecPlacement {
+            cpu,
+            home: Some(node),
+            alloc_on_home: true,
+        }
     }
 
     fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {

@@ -48,9 +48,19 @@ impl O1Params {
             ("busy_interval".into(), fmt_duration(self.busy_interval)),
             ("idle_interval".into(), fmt_duration(self.idle_interval)),
             ("imbalance_pct".into(), self.imbalance_pct.to_string()),
-            ("max_pull".into(), if self.max_pull == 0 { "imbalance".into() } else { self.max_pull.to_string() }),
+            (
+                "max_pull".into(),
+                if self.max_pull == 0 {
+                    "imbalance".into()
+                } else {
+                    self.max_pull.to_string()
+                },
+            ),
             ("timeslice".into(), fmt_duration(self.kernel.timeslice)),
-            ("max_sleep_avg".into(), fmt_duration(self.kernel.max_sleep_avg)),
+            (
+                "max_sleep_avg".into(),
+                fmt_duration(self.kernel.max_sleep_avg),
+            ),
             ("cache_decay".into(), fmt_duration(self.kernel.cache_decay)),
         ]
     }
@@ -60,7 +70,11 @@ impl O1Params {
         // 2.5.39 load_balance(): an idle CPU stops after one task, a busy one after
         // `imbalance` tasks.
         let n = if idle.is_idle() { 1 } else { imbalance.max(1) };
-        if self.max_pull > 0 { n.min(self.max_pull) } else { n }
+        if self.max_pull > 0 {
+            n.min(self.max_pull)
+        } else {
+            n
+        }
     }
 }
 
@@ -73,7 +87,11 @@ pub struct O1 {
 impl O1 {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
-        Ok(O1 { qb: QueueBalancer::new(topo.nr_cpus(), p.imbalance_pct), p, all: topo.all_cpus() })
+        Ok(O1 {
+            qb: QueueBalancer::new(topo.nr_cpus(), p.imbalance_pct),
+            p,
+            all: topo.all_cpus(),
+        })
     }
 }
 
@@ -91,11 +109,17 @@ impl CpuScheduler for O1 {
     }
 
     fn balance_interval(&self, _k: &Kernel, _cpu: CpuId, idle: bool) -> Ns {
-        if idle { self.p.idle_interval } else { self.p.busy_interval }
+        if idle {
+            self.p.idle_interval
+        } else {
+            self.p.busy_interval
+        }
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
-        let Some(b) = self.qb.find_busiest(k, cpu, &self.all, idle, |_| 0) else { return };
+        let Some(b) = self.qb.find_busiest(k, cpu, &self.all, idle, |_| 0) else {
+            return;
+        };
         let cands = pull_order(k, b.cpu);
         pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false);
     }

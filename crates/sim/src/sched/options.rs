@@ -21,13 +21,20 @@ impl SchedSpec {
             return Err(format!("empty scheduler name in `{s}`"));
         }
         let mut options = Vec::new();
-        for kv in rest.unwrap_or("").split(',').filter(|x| !x.trim().is_empty()) {
+        for kv in rest
+            .unwrap_or("")
+            .split(',')
+            .filter(|x| !x.trim().is_empty())
+        {
             let Some((k, v)) = kv.split_once('=') else {
                 return Err(format!("scheduler option `{kv}` in `{s}` is not key=value"));
             };
             options.push((k.trim().to_string(), v.trim().to_string()));
         }
-        Ok(SchedSpec { name: name.to_string(), options })
+        Ok(SchedSpec {
+            name: name.to_string(),
+            options,
+        })
     }
 
     /// Parse a comma list of specs where options use `:` after each name; specs are
@@ -35,7 +42,11 @@ impl SchedSpec {
     pub fn parse_list(s: &str) -> Result<Vec<SchedSpec>, String> {
         if s.contains(';') || !s.contains(':') {
             let sep = if s.contains(';') { ';' } else { ',' };
-            return s.split(sep).filter(|x| !x.trim().is_empty()).map(SchedSpec::parse).collect();
+            return s
+                .split(sep)
+                .filter(|x| !x.trim().is_empty())
+                .map(SchedSpec::parse)
+                .collect();
         }
         // `a,b:k=v,l=w` – a name starts at an item without '=' in it.
         let mut specs: Vec<String> = Vec::new();
@@ -77,7 +88,10 @@ impl SchedOptions {
     pub fn new(sched: &str, given: &[(String, String)]) -> Self {
         SchedOptions {
             sched: sched.to_string(),
-            given: given.iter().map(|(k, v)| (k.clone(), v.clone(), false)).collect(),
+            given: given
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone(), false))
+                .collect(),
             known: Vec::new(),
         }
     }
@@ -91,25 +105,40 @@ impl SchedOptions {
 
     /// A duration option in ms (`200`, `200ms`, `1.5ms`, `500us`, `1s`).
     pub fn duration(&mut self, key: &'static str, default: Ns) -> Result<Ns, String> {
-        let Some(v) = self.take(key) else { return Ok(default) };
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
         parse_duration(&v).ok_or_else(|| {
-            format!("scheduler `{}` option `{key}`: `{v}` is not a duration (e.g. 200ms, 1s, 500us)", self.sched)
+            format!(
+                "scheduler `{}` option `{key}`: `{v}` is not a duration (e.g. 200ms, 1s, 500us)",
+                self.sched
+            )
         })
     }
 
     pub fn uint(&mut self, key: &'static str, default: u64) -> Result<u64, String> {
-        let Some(v) = self.take(key) else { return Ok(default) };
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
         v.parse().map_err(|_| {
-            format!("scheduler `{}` option `{key}`: `{v}` is not a whole number", self.sched)
+            format!(
+                "scheduler `{}` option `{key}`: `{v}` is not a whole number",
+                self.sched
+            )
         })
     }
 
     pub fn flag(&mut self, key: &'static str, default: bool) -> Result<bool, String> {
-        let Some(v) = self.take(key) else { return Ok(default) };
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
         match v.as_str() {
             "on" | "true" | "1" | "yes" => Ok(true),
             "off" | "false" | "0" | "no" => Ok(false),
-            _ => Err(format!("scheduler `{}` option `{key}`: `{v}` is not on/off", self.sched)),
+            _ => Err(format!(
+                "scheduler `{}` option `{key}`: `{v}` is not on/off",
+                self.sched
+            )),
         }
     }
 
@@ -146,7 +175,11 @@ pub fn parse_duration(v: &str) -> Option<Ns> {
 
 /// Format a duration option for reports.
 pub fn fmt_duration(ns: Ns) -> String {
-    if ns % MS == 0 { format!("{}ms", ns / MS) } else { format!("{}us", ns / US) }
+    if ns % MS == 0 {
+        format!("{}ms", ns / MS)
+    } else {
+        format!("{}us", ns / US)
+    }
 }
 
 #[cfg(test)]
@@ -161,7 +194,8 @@ mod tests {
         assert_eq!(s.to_string(), "pool:pool_delay=0,initial_lb=off");
         let l = SchedSpec::parse_list("o1,node-affine-static,node-affine-dynamic").expect("list");
         assert_eq!(l.len(), 3);
-        let l = SchedSpec::parse_list("o1,node-affine-static:home_bonus=2,pool_delay_busy=0").expect("list");
+        let l = SchedSpec::parse_list("o1,node-affine-static:home_bonus=2,pool_delay_busy=0")
+            .expect("list");
         assert_eq!(l.len(), 2);
         assert_eq!(l[1].options.len(), 2);
         assert!(SchedSpec::parse("o1:foo").is_err());

@@ -26,7 +26,12 @@ use serde::Deserialize;
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum WorkloadError {
     #[error("{file}:{line}:{col}: {msg}")]
-    Syntax { file: String, line: usize, col: usize, msg: String },
+    Syntax {
+        file: String,
+        line: usize,
+        col: usize,
+        msg: String,
+    },
     #[error("{file}: {msg}")]
     Invalid { file: String, msg: String },
 }
@@ -146,6 +151,9 @@ struct SpawnSpec {
     program: String,
     #[serde(default = "one")]
     count: u32,
+    /// Spawns exec a new image unless `exec = false` (a plain fork).
+    #[serde(default)]
+    exec: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -184,17 +192,26 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
             msg: e.message().replace('\n', " "),
         }
     })?;
-    let invalid = |msg: String| WorkloadError::Invalid { file: file.to_string(), msg };
+    let invalid = |msg: String| WorkloadError::Invalid {
+        file: file.to_string(),
+        msg,
+    };
     let _ = &spec.description;
     let names: Vec<&str> = spec.program.iter().map(|p| p.name.as_str()).collect();
     let find_prog = |n: &str| {
         names.iter().position(|x| *x == n).ok_or_else(|| {
-            invalid(format!("unknown program `{n}` (defined: {})", names.join(", ")))
+            invalid(format!(
+                "unknown program `{n}` (defined: {})",
+                names.join(", ")
+            ))
         })
     };
     let find_chan = |n: &str| {
         spec.channels.iter().position(|x| x == n).ok_or_else(|| {
-            invalid(format!("unknown channel `{n}` (declared: {})", spec.channels.join(", ")))
+            invalid(format!(
+                "unknown channel `{n}` (declared: {})",
+                spec.channels.join(", ")
+            ))
         })
     };
     let mut programs = Vec::new();
@@ -202,11 +219,15 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
         let mut regions = Vec::new();
         for r in &p.region {
             if !(r.mib.is_finite() && r.mib > 0.0) {
-                return Err(invalid(format!("program `{}` region `{}`: mib must be > 0", p.name, r.name)));
+                return Err(invalid(format!(
+                    "program `{}` region `{}`: mib must be > 0",
+                    p.name, r.name
+                )));
             }
             let policy = match &r.policy {
-                Some(s) => MemPolicy::parse(s)
-                    .map_err(|e| invalid(format!("program `{}` region `{}`: {e}", p.name, r.name)))?,
+                Some(s) => MemPolicy::parse(s).map_err(|e| {
+                    invalid(format!("program `{}` region `{}`: {e}", p.name, r.name))
+                })?,
                 None => MemPolicy::FirstTouch,
             };
             regions.push(RegionSpec {
@@ -215,7 +236,12 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
                 policy,
             });
         }
-        let ctx = Ctx { prog: &p.name, regions: &regions, find_prog: &find_prog, find_chan: &find_chan };
+        let ctx = Ctx {
+            prog: &p.name,
+            regions: &regions,
+            find_prog: &find_prog,
+            find_chan: &find_chan,
+        };
         let mut phases = Vec::new();
         for (i, ph) in p.phase.iter().enumerate() {
             lower_phase(ph, &ctx, &mut phases)
@@ -232,7 +258,10 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
     let mut launches = Vec::new();
     for l in &spec.launch {
         if !(l.at_ms.is_finite() && l.at_ms >= 0.0) {
-            return Err(invalid(format!("launch of `{}`: at_ms must be >= 0", l.program)));
+            return Err(invalid(format!(
+                "launch of `{}`: at_ms must be >= 0",
+                l.program
+            )));
         }
         launches.push(Launch {
             program: find_prog(&l.program)?,
@@ -243,7 +272,13 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
         });
     }
     let disturbance = spec.disturbance.as_deref().map(find_prog).transpose()?;
-    let w = Workload { name: spec.name, programs, launches, channels: spec.channels.len(), disturbance };
+    let w = Workload {
+        name: spec.name,
+        programs,
+        launches,
+        channels: spec.channels.len(),
+        disturbance,
+    };
     w.validate().map_err(invalid)?;
     Ok(w)
 }
@@ -257,14 +292,22 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn region(&self, n: &str) -> Result<usize, String> {
-        self.regions.iter().position(|r| r.name == n).ok_or_else(|| {
-            let names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
-            format!("unknown region `{n}` of program `{}` (defined: {})", self.prog, names.join(", "))
-        })
+        self.regions
+            .iter()
+            .position(|r| r.name == n)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
+                format!(
+                    "unknown region `{n}` of program `{}` (defined: {})",
+                    self.prog,
+                    names.join(", ")
+                )
+            })
     }
 }
 
-const PHASE_KINDS: &str = "compute, kernel, memory, touch, sleep, send, recv, spawn, threads, wait, loop";
+const PHASE_KINDS: &str =
+    "compute, kernel, memory, touch, sleep, send, recv, spawn, threads, wait, loop";
 
 fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(), String> {
     let set = [
@@ -307,25 +350,56 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
                 contended: a.contended,
             });
         }
-        out.push(Phase::Memory { ops: m.ops, op: OpCost { cycles: m.cycles, accesses } });
+        out.push(Phase::Memory {
+            ops: m.ops,
+            op: OpCost {
+                cycles: m.cycles,
+                accesses,
+            },
+        });
     } else if let Some(r) = &ph.touch {
-        out.push(Phase::Touch { region: cx.region(r)? });
+        out.push(Phase::Touch {
+            region: cx.region(r)?,
+        });
     } else if let Some(s) = &ph.sleep {
         let ns = s.ms * MS as f64 + s.us * US as f64;
         if !(ns.is_finite() && ns >= 0.0) {
             return Err("sleep must be >= 0".into());
         }
-        out.push(Phase::Sleep { ns: ns.round() as u64, jitter: s.jitter });
+        out.push(Phase::Sleep {
+            ns: ns.round() as u64,
+            jitter: s.jitter,
+        });
     } else if let Some(s) = &ph.send {
-        let chans = s.channels.iter().map(|c| (cx.find_chan)(c)).collect::<Result<Vec<_>, _>>().map_err(err)?;
-        out.push(Phase::Send { chans, msgs: s.msgs, cycles_per_msg: s.cycles_per_msg });
+        let chans = s
+            .channels
+            .iter()
+            .map(|c| (cx.find_chan)(c))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        out.push(Phase::Send {
+            chans,
+            msgs: s.msgs,
+            cycles_per_msg: s.cycles_per_msg,
+        });
     } else if let Some(r) = &ph.recv {
         let chan = (cx.find_chan)(&r.channel).map_err(err)?;
-        out.push(Phase::Recv { chan, msgs: r.msgs, cycles_per_msg: r.cycles_per_msg });
+        out.push(Phase::Recv {
+            chan,
+            msgs: r.msgs,
+            cycles_per_msg: r.cycles_per_msg,
+        });
     } else if let Some(s) = &ph.spawn {
-        out.push(Phase::Spawn { program: (cx.find_prog)(&s.program).map_err(err)?, count: s.count });
+        out.push(Phase::Spawn {
+            program: (cx.find_prog)(&s.program).map_err(err)?,
+            count: s.count,
+            exec: s.exec.unwrap_or(true),
+        });
     } else if let Some(s) = &ph.threads {
-        out.push(Phase::Thread { program: (cx.find_prog)(&s.program).map_err(err)?, count: s.count });
+        out.push(Phase::Thread {
+            program: (cx.find_prog)(&s.program).map_err(err)?,
+            count: s.count,
+        });
     } else if ph.wait.is_some() {
         out.push(Phase::Wait);
     } else if let Some(l) = &ph.repeat {
@@ -386,7 +460,10 @@ program = "reader"
         assert!(e.contains("speed"), "{e}");
         let bad = GOOD.replace("pattern = \"random\"", "pattern = \"zigzag\"");
         let e = parse_workload(&bad, "pair.toml").unwrap_err().to_string();
-        assert!(e.contains("zigzag") && e.contains("valid: random, stream"), "{e}");
+        assert!(
+            e.contains("zigzag") && e.contains("valid: random, stream"),
+            "{e}"
+        );
         let bad = GOOD.replace("channel = \"pipe\"", "channel = \"sock\"");
         let e = parse_workload(&bad, "pair.toml").unwrap_err().to_string();
         assert!(e.contains("unknown channel `sock`"), "{e}");

@@ -72,7 +72,9 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
             Phase::Touch { region: 0 },
             Phase::Touch { region: 1 },
             Phase::Touch { region: 2 },
-            Phase::Compute { cycles: ne as f64 * p.rand_cycles },
+            Phase::Compute {
+                cycles: ne as f64 * p.rand_cycles,
+            },
             Phase::Memory {
                 ops: ne as f64 * f64::from(p.passes),
                 op: OpCost {
@@ -91,8 +93,14 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
     let mut programs = vec![randupdt];
     let mut dispatch = vec![
         Phase::Loop { count: p.tasks },
-        Phase::Kernel { cycles: p.fork_exec_cycles },
-        Phase::Spawn { program: 0, count: 1 },
+        Phase::Kernel {
+            cycles: p.fork_exec_cycles,
+        },
+        Phase::Spawn {
+            program: 0,
+            count: 1,
+            exec: true,
+        },
         Phase::EndLoop,
     ];
     let mut channels = 0;
@@ -101,9 +109,18 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
         let (hb, nchan) = hackbench(p, &mut programs);
         channels = nchan;
         disturbance = Some(hb);
-        dispatch.push(Phase::Sleep { ns: p.disturb_at, jitter: 0.0 });
-        dispatch.push(Phase::Kernel { cycles: p.fork_exec_cycles });
-        dispatch.push(Phase::Spawn { program: hb, count: 1 });
+        dispatch.push(Phase::Sleep {
+            ns: p.disturb_at,
+            jitter: 0.0,
+        });
+        dispatch.push(Phase::Kernel {
+            cycles: p.fork_exec_cycles,
+        });
+        dispatch.push(Phase::Spawn {
+            program: hb,
+            count: 1,
+            exec: true,
+        });
     }
     dispatch.push(Phase::Wait);
     programs.push(Program {
@@ -117,18 +134,34 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
     Workload {
         name: format!("numa-test N={} PROBLEMSIZE={}", p.tasks, ne),
         programs,
-        launches: vec![Launch { program: dispatch_idx, count: 1, threads: 1, at: 0, cpu: Some(0) }],
+        launches: vec![Launch {
+            program: dispatch_idx,
+            count: 1,
+            threads: 1,
+            at: 0,
+            cpu: Some(0),
+        }],
         channels,
         disturbance,
     }
 }
 
 fn region(name: &str, bytes: u64) -> RegionSpec {
-    RegionSpec { name: name.into(), bytes, policy: MemPolicy::FirstTouch }
+    RegionSpec {
+        name: name.into(),
+        bytes,
+        policy: MemPolicy::FirstTouch,
+    }
 }
 
 fn access(region: usize, pattern: Pattern, bytes: f64, write: bool) -> Access {
-    Access { region, pattern, bytes, write, contended: 0.0 }
+    Access {
+        region,
+        pattern,
+        bytes,
+        write,
+        contended: 0.0,
+    }
 }
 
 /// Add hackbench's programs; returns (index of its main program, channels used).
@@ -150,22 +183,41 @@ fn hackbench(p: &NumaTestParams, programs: &mut Vec<Program>) -> (usize, usize) 
                 job: false,
                 affinity: None,
             });
-            main.push(Phase::Kernel { cycles: p.fork_cycles });
-            main.push(Phase::Spawn { program: programs.len() - 1, count: 1 });
+            main.push(Phase::Kernel {
+                cycles: p.fork_cycles,
+            });
+            // hackbench forks its workers without exec.
+            main.push(Phase::Spawn {
+                program: programs.len() - 1,
+                count: 1,
+                exec: false,
+            });
         }
         programs.push(Program {
             name: "hackbench-send".into(),
             phases: vec![
-                Phase::Loop { count: p.hackbench_loops },
-                Phase::Send { chans, msgs: 1, cycles_per_msg: p.msg_send_cycles },
+                Phase::Loop {
+                    count: p.hackbench_loops,
+                },
+                Phase::Send {
+                    chans,
+                    msgs: 1,
+                    cycles_per_msg: p.msg_send_cycles,
+                },
                 Phase::EndLoop,
             ],
             regions: vec![],
             job: false,
             affinity: None,
         });
-        main.push(Phase::Kernel { cycles: p.fork_cycles * per_group as f64 });
-        main.push(Phase::Spawn { program: programs.len() - 1, count: per_group as u32 });
+        main.push(Phase::Kernel {
+            cycles: p.fork_cycles * per_group as f64,
+        });
+        main.push(Phase::Spawn {
+            program: programs.len() - 1,
+            count: per_group as u32,
+            exec: false,
+        });
     }
     main.push(Phase::Wait);
     programs.push(Program {
@@ -184,14 +236,20 @@ mod tests {
 
     #[test]
     fn shape() {
-        let w = numa_test(&NumaTestParams { tasks: 8, ..Default::default() });
+        let w = numa_test(&NumaTestParams {
+            tasks: 8,
+            ..Default::default()
+        });
         w.validate().expect("valid");
         assert_eq!(w.channels, 400);
         let hb = w.disturbance.expect("hackbench");
         assert_eq!(w.programs[hb].name, "hackbench");
         let r = &w.programs[0];
         assert_eq!(r.regions.iter().map(|r| r.bytes).sum::<u64>(), 20_000_000);
-        let quiet = numa_test(&NumaTestParams { disturb: false, ..Default::default() });
+        let quiet = numa_test(&NumaTestParams {
+            disturb: false,
+            ..Default::default()
+        });
         assert!(quiet.disturbance.is_none());
         assert_eq!(quiet.programs.len(), 2);
     }

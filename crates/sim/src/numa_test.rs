@@ -320,6 +320,8 @@ pub fn summary_block(c: &CellSummary) -> String {
     s
 }
 
+type Metric = fn(&CellSummary) -> MeanStd;
+
 /// The comparison table: one block per N, one column per scheduler, mean(stddev) seconds.
 pub fn comparison_table(cells: &[CellSummary]) -> String {
     let mut scheds: Vec<&str> = Vec::new();
@@ -340,7 +342,7 @@ pub fn comparison_table(cells: &[CellSummary]) -> String {
             let _ = write!(s, " {sc:>w$}");
         }
         s.push('\n');
-        let rows: [(&str, fn(&CellSummary) -> MeanStd); 5] = [
+        let rows: [(&str, Metric); 5] = [
             ("AverageUserTime", |c| c.avg_user_s),
             ("ElapsedTime", |c| c.elapsed_s),
             ("TotalUserTime", |c| c.total_user_s),

@@ -163,8 +163,9 @@ impl Program {
                         if a.region >= self.regions.len() {
                             return Err(format!("{}: no region {}", at(), a.region));
                         }
-                        if !(a.bytes.is_finite() && a.bytes > 0.0)
-                            || !(0.0..=1.0).contains(&a.contended)
+                        if !(a.bytes.is_finite()
+                            && a.bytes > 0.0
+                            && (0.0..=1.0).contains(&a.contended))
                         {
                             return Err(format!(
                                 "{}: access bytes must be > 0, contended in 0..1",

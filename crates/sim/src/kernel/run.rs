@@ -335,11 +335,12 @@ impl Kernel {
         }
     }
 
-    /// Bring `t`'s cost decomposition up to date with its place, cache share and memory.
-    fn ensure_op(&mut self, t: TaskId) {
+    /// Bring `t`'s cost decomposition up to date with its place, cache share and memory;
+    /// returns whether it changed.
+    fn ensure_op(&mut self, t: TaskId) -> bool {
         let task = &self.tasks[t];
         let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
-            return;
+            return false;
         };
         let node = self.node_of(task.cpu);
         let share = self.cache_share(task.cpu);
@@ -353,7 +354,7 @@ impl Kernel {
                     && c.mem_version == version
             })
         {
-            return;
+            return false;
         }
         let xfer = self.xfer_costs(t, op);
         let regions = &self.procs[task.pid].regions;
@@ -365,6 +366,7 @@ impl Kernel {
             mem_version: version,
             op: lin,
         });
+        true
     }
 
     /// LLC bytes available to one memory-bound task on `cpu`'s cache.
@@ -438,10 +440,11 @@ impl Kernel {
             let t = self.rqs[c].curr.unwrap_or_default();
             self.settle(t);
         }
-        for &c in &mem_cpus {
+        let mut op_changed = vec![false; mem_cpus.len()];
+        for (i, &c) in mem_cpus.iter().enumerate() {
             let t = self.rqs[c].curr.unwrap_or_default();
             if self.tasks[t].work == PhaseWork::MemOps {
-                self.ensure_op(t);
+                op_changed[i] = self.ensure_op(t);
             }
         }
         let q = {
@@ -465,12 +468,16 @@ impl Kernel {
                 Some(q)
             }
         };
+        let q_changed = q.as_ref().is_some_and(|q| *q != self.q);
         if let Some(q) = q {
             self.q = q;
         }
-        for &c in &mem_cpus {
-            let t = self.rqs[c].curr.unwrap_or_default();
-            self.start_chunk(c, t);
+        // Unchanged factors and an unchanged cost decomposition leave a task's rate as it is.
+        for (i, &c) in mem_cpus.iter().enumerate() {
+            if q_changed || op_changed[i] {
+                let t = self.rqs[c].curr.unwrap_or_default();
+                self.start_chunk(c, t);
+            }
         }
         self.contention_dirty = false;
     }

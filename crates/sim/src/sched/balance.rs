@@ -14,12 +14,11 @@ use super::IdleType;
 use crate::kernel::{Kernel, TaskId};
 use topo::{CpuId, CpuSet};
 
-/// The busiest-queue search state of every CPU.
+/// The busiest-queue search state of every CPU (one per balancing level).
 #[derive(Clone, Debug)]
 pub struct QueueBalancer {
     /// `prev_nr[this][other]`: queue length of `other` seen by `this` at its previous pass.
     prev_nr: Vec<Vec<u32>>,
-    pub imbalance_pct: u32,
 }
 
 /// A runqueue found busier than the balancing CPU.
@@ -31,10 +30,9 @@ pub struct Busiest {
 }
 
 impl QueueBalancer {
-    pub fn new(nr_cpus: usize, imbalance_pct: u32) -> Self {
+    pub fn new(nr_cpus: usize) -> Self {
         QueueBalancer {
             prev_nr: vec![vec![0; nr_cpus]; nr_cpus],
-            imbalance_pct,
         }
     }
 
@@ -46,6 +44,7 @@ impl QueueBalancer {
         this: CpuId,
         span: &CpuSet,
         idle: IdleType,
+        imbalance_pct: u32,
         weight: impl Fn(CpuId) -> usize,
     ) -> Option<Busiest> {
         let idle = idle.is_idle();
@@ -74,7 +73,7 @@ impl QueueBalancer {
         }
         let cpu = busiest?;
         let imbalance = max_load.saturating_sub(nr_running) / 2;
-        let threshold = (max_load * (self.imbalance_pct as usize - 100)).div_ceil(100);
+        let threshold = (max_load * (imbalance_pct.max(100) as usize - 100)).div_ceil(100);
         if imbalance == 0 || (!idle && imbalance < threshold) {
             return None;
         }

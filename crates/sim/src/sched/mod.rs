@@ -3,6 +3,7 @@
 //! new-idle load balancing does. docs/POLICIES.md describes each in prose.
 
 mod balance;
+pub mod domain;
 mod node_affine;
 mod o1;
 mod options;

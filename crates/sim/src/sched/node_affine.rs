@@ -16,10 +16,11 @@
 //!   needed as the node holding most of the task's memory.
 
 use super::balance::{QueueBalancer, pull, pull_order};
-use super::o1::O1Params;
+use super::domain::Domains;
+use super::o1::{O1Params, balance_level};
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
-use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::kernel::{Kernel, KernelParams, TaskId, TaskState};
 use crate::time::{MS, Ns};
 use topo::{CpuId, CpuSet, NodeId, Topology};
 
@@ -32,6 +33,8 @@ pub struct NodeAffine {
     delay_busy: Ns,
     /// Load bonus of a remote queue per task whose homenode is the balancing CPU's node.
     home_bonus: usize,
+    /// Levels: 0 = inside the node, 1 = across nodes.
+    d: Domains,
     node_qb: QueueBalancer,
     remote_qb: QueueBalancer,
     /// Since when each CPU has seen a remote imbalance.
@@ -43,27 +46,47 @@ impl NodeAffine {
     pub fn new(topo: &Topology, dynamic: bool, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
+        let node_spans: Vec<CpuSet> = (0..topo.nr_nodes())
+            .map(|i| topo.node_cpus(i).clone())
+            .collect();
+        let per_cpu_node: Vec<CpuSet> = topo
+            .cpus
+            .iter()
+            .map(|c| node_spans[c.node].clone())
+            .collect();
+        let levels = vec![
+            p.level("NODE", per_cpu_node),
+            p.level("NUMA", vec![topo.all_cpus(); n]),
+        ];
         Ok(NodeAffine {
             dynamic,
             delay_idle: o.duration("pool_delay_idle", 0)?,
             delay_busy: o.duration("pool_delay_busy", 200 * MS)?,
             home_bonus: o.uint("home_bonus", 1)? as usize,
-            node_qb: QueueBalancer::new(n, p.imbalance_pct),
-            remote_qb: QueueBalancer::new(n, p.imbalance_pct),
+            d: Domains::new(levels, n),
+            node_qb: QueueBalancer::new(n),
+            remote_qb: QueueBalancer::new(n),
             imbalanced_since: vec![None; n],
-            node_spans: (0..topo.nr_nodes())
-                .map(|i| topo.node_cpus(i).clone())
-                .collect(),
+            node_spans,
             p,
         })
     }
 
     fn home(&self, k: &Kernel, t: TaskId) -> Option<NodeId> {
-        if self.dynamic {
-            k.task_mem_node(t)
-        } else {
-            k.tasks[t].home_node
+        if !self.dynamic {
+            return k.tasks[t].home_node;
         }
+        let task = &k.tasks[t];
+        if task.state != TaskState::Exited {
+            return k.task_mem_node(t);
+        }
+        // An exited task's memory is gone: its home was where its memory was at exit.
+        let (node, &bytes) = task
+            .mem_at_exit
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, b)| (**b, usize::MAX - i))?;
+        (bytes > 0).then_some(node)
     }
 
     /// Waiting tasks on `cpu` whose homenode is `node`.
@@ -96,9 +119,10 @@ impl NodeAffine {
         let weights: Vec<usize> = (0..k.rqs.len())
             .map(|c| bonus * self.homed_on(k, c, node))
             .collect();
+        let pct = self.d.levels[1].imbalance_pct;
         let found = self
             .remote_qb
-            .find_busiest(k, cpu, &span, idle, |c| weights[c]);
+            .find_busiest(k, cpu, &span, idle, pct, |c| weights[c]);
         let Some(b) = found else {
             self.imbalanced_since[cpu] = None;
             return 0;
@@ -116,7 +140,9 @@ impl NodeAffine {
         let mut cands = pull_order(k, b.cpu);
         // Own tasks first, the rest in the usual order (stable sort keeps it).
         cands.sort_by_key(|&t| self.home(k, t) != Some(node));
-        let moved = pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false);
+        let hot_ok = self.d.hot_ok(cpu, 1);
+        let moved = pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), hot_ok);
+        self.d.record(cpu, 1, moved);
         if moved > 0 {
             self.imbalanced_since[cpu] = None;
         }
@@ -146,22 +172,23 @@ impl CpuScheduler for NodeAffine {
     }
 
     fn balance_interval(&self, _k: &Kernel, _cpu: CpuId, idle: bool) -> Ns {
-        if idle {
-            self.p.idle_interval
-        } else {
-            self.p.busy_interval
-        }
+        self.d.tick_interval(idle)
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
-        let span = self.node_spans[k.node_of(cpu)].clone();
-        if let Some(b) = self.node_qb.find_busiest(k, cpu, &span, idle, |_| 0) {
-            let cands = pull_order(k, b.cpu);
-            if pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false) > 0 {
+        for level in self
+            .d
+            .due(cpu, k.now, idle.is_idle(), idle == IdleType::NewIdle)
+        {
+            let moved = if level == 0 {
+                balance_level(k, &mut self.d, &mut self.node_qb, &self.p, cpu, 0, idle)
+            } else {
+                self.steal_remote(k, cpu, idle)
+            };
+            if moved > 0 {
                 return;
             }
         }
-        self.steal_remote(k, cpu, idle);
     }
 
     fn exec(&mut self, k: &Kernel, _task: TaskId, _cpu: CpuId) -> ExecPlacement {

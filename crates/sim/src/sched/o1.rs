@@ -1,11 +1,12 @@
 //! Scheduler A: the O(1) scheduler of Linux 2.5.39, NUMA-oblivious.
 //!
-//! All CPUs form one balancing domain: a CPU pulls from the longest runqueue anywhere,
+//! All CPUs form one balancing level: a CPU pulls from the longest runqueue anywhere,
 //! every `idle_interval` (1 ms) when idle and every `busy_interval` (200 ms) when busy, when
 //! the imbalance reaches `imbalance_pct`. Forked tasks start on their parent's CPU and exec
 //! does not move them; a woken task returns to the CPU it last ran on.
 
 use super::balance::{QueueBalancer, pull, pull_order};
+use super::domain::{BalanceLevel, Domains};
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, IdleType};
 use crate::kernel::{Kernel, KernelParams};
@@ -28,15 +29,15 @@ impl O1Params {
     pub fn from_options(o: &mut SchedOptions) -> Result<Self, String> {
         let d = KernelParams::default();
         Ok(O1Params {
-            busy_interval: o.duration("busy_interval", 200 * MS)?,
-            idle_interval: o.duration("idle_interval", MS)?,
+            busy_interval: o.duration("busy_interval", 200 * MS)?.max(1),
+            idle_interval: o.duration("idle_interval", MS)?.max(1),
             imbalance_pct: o.uint("imbalance_pct", 125)?.clamp(100, 1000) as u32,
             max_pull: o.uint("max_pull", 0)? as usize,
             kernel: KernelParams {
                 // 2.5 O(1): slices from 10 ms (nice 19) to 300 ms (nice -20); nice 0 gets
                 // 10 + 290 * 19/39 ms.
-                timeslice: o.duration("timeslice", 151 * MS)?,
-                max_sleep_avg: o.duration("max_sleep_avg", 2000 * MS)?,
+                timeslice: o.duration("timeslice", 151 * MS)?.max(1),
+                max_sleep_avg: o.duration("max_sleep_avg", 2000 * MS)?.max(1),
                 cache_decay: o.duration("cache_decay", 10 * MS)?,
                 ..d
             },
@@ -76,21 +77,63 @@ impl O1Params {
             n
         }
     }
+
+    /// A balancing level with these intervals and threshold over `spans` (the 2.5 balancer
+    /// never moves cache-hot tasks).
+    pub fn level(&self, name: &str, spans: Vec<CpuSet>) -> BalanceLevel {
+        BalanceLevel {
+            name: name.into(),
+            spans,
+            busy_interval: self.busy_interval,
+            idle_interval: self.idle_interval,
+            imbalance_pct: self.imbalance_pct,
+            cache_nice_tries: None,
+        }
+    }
+}
+
+/// One O(1)-style pass on `level`: find the busiest queue of the span, pull from it.
+/// Returns how many tasks moved.
+pub fn balance_level(
+    k: &mut Kernel,
+    d: &mut Domains,
+    qb: &mut QueueBalancer,
+    p: &O1Params,
+    cpu: CpuId,
+    level: usize,
+    idle: IdleType,
+) -> usize {
+    let l = &d.levels[level];
+    let Some(b) = qb.find_busiest(k, cpu, &l.spans[cpu], idle, l.imbalance_pct, |_| 0) else {
+        return 0;
+    };
+    let cands = pull_order(k, b.cpu);
+    let moved = pull(
+        k,
+        cpu,
+        &cands,
+        p.pull_limit(idle, b.imbalance),
+        d.hot_ok(cpu, level),
+    );
+    d.record(cpu, level, moved);
+    moved
 }
 
 pub struct O1 {
     p: O1Params,
+    d: Domains,
     qb: QueueBalancer,
-    all: CpuSet,
 }
 
 impl O1 {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
+        let n = topo.nr_cpus();
+        let d = Domains::new(vec![p.level("FLAT", vec![topo.all_cpus(); n])], n);
         Ok(O1 {
-            qb: QueueBalancer::new(topo.nr_cpus(), p.imbalance_pct),
+            qb: QueueBalancer::new(n),
+            d,
             p,
-            all: topo.all_cpus(),
         })
     }
 }
@@ -109,18 +152,17 @@ impl CpuScheduler for O1 {
     }
 
     fn balance_interval(&self, _k: &Kernel, _cpu: CpuId, idle: bool) -> Ns {
-        if idle {
-            self.p.idle_interval
-        } else {
-            self.p.busy_interval
-        }
+        self.d.tick_interval(idle)
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
-        let Some(b) = self.qb.find_busiest(k, cpu, &self.all, idle, |_| 0) else {
-            return;
-        };
-        let cands = pull_order(k, b.cpu);
-        pull(k, cpu, &cands, self.p.pull_limit(idle, b.imbalance), false);
+        for level in self
+            .d
+            .due(cpu, k.now, idle.is_idle(), idle == IdleType::NewIdle)
+        {
+            if balance_level(k, &mut self.d, &mut self.qb, &self.p, cpu, level, idle) > 0 {
+                return;
+            }
+        }
     }
 }

@@ -170,7 +170,9 @@ pub fn parse_duration(v: &str) -> Option<Ns> {
         (v, MS)
     };
     let x: f64 = num.trim().parse().ok()?;
-    (x.is_finite() && x >= 0.0 && x < 1e6).then(|| (x * unit as f64).round() as Ns)
+    (0.0..1e6)
+        .contains(&x)
+        .then(|| (x * unit as f64).round() as Ns)
 }
 
 /// Format a duration option for reports.

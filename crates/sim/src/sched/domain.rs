@@ -1,0 +1,161 @@
+//! Balancing levels (scheduling domains as the balancer sees them): each level has a span per
+//! CPU, its own busy and idle intervals, its own `imbalance_pct`, and a `cache_nice_tries`
+//! budget: after that many failed passes in a row on a level, the next pass there may move a
+//! cache-hot task (as the 2.6 kernel's `nr_balance_failed > cache_nice_tries` test does; the
+//! 2.5 O(1) scheduler never did, which is `None`).
+//!
+//! Periodic balancing runs the levels whose interval has elapsed, lowest first; an idle CPU's
+//! new-idle pass runs all of them.
+
+use crate::time::Ns;
+use topo::{CpuId, CpuSet};
+
+/// One balancing level.
+#[derive(Clone, Debug)]
+pub struct BalanceLevel {
+    pub name: String,
+    /// Span of each CPU's domain at this level.
+    pub spans: Vec<CpuSet>,
+    pub busy_interval: Ns,
+    pub idle_interval: Ns,
+    pub imbalance_pct: u32,
+    /// Failed passes after which cache-hot tasks may move (None: never).
+    pub cache_nice_tries: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct LevelState {
+    last_balance: Option<Ns>,
+    nr_balance_failed: u32,
+}
+
+/// The levels of a scheduler and each CPU's balancing state on them.
+#[derive(Clone, Debug)]
+pub struct Domains {
+    pub levels: Vec<BalanceLevel>,
+    state: Vec<Vec<LevelState>>,
+}
+
+impl Domains {
+    pub fn new(levels: Vec<BalanceLevel>, nr_cpus: usize) -> Self {
+        let n = levels.len();
+        Domains {
+            levels,
+            state: vec![vec![LevelState::default(); n]; nr_cpus],
+        }
+    }
+
+    /// Shortest interval of any level: how often the CPU's balance tick must come.
+    pub fn tick_interval(&self, idle: bool) -> Ns {
+        self.levels
+            .iter()
+            .map(|l| {
+                if idle {
+                    l.idle_interval
+                } else {
+                    l.busy_interval
+                }
+            })
+            .min()
+            .unwrap_or(Ns::MAX)
+    }
+
+    /// Levels to balance now on `cpu`, lowest first; marks them as balanced now.
+    /// `new_idle` passes take every level.
+    pub fn due(&mut self, cpu: CpuId, now: Ns, idle: bool, new_idle: bool) -> Vec<usize> {
+        let mut v = Vec::new();
+        for (i, l) in self.levels.iter().enumerate() {
+            let st = &mut self.state[cpu][i];
+            let interval = if idle {
+                l.idle_interval
+            } else {
+                l.busy_interval
+            };
+            // Ticks come on a grid of the shortest interval; a level is due once its own
+            // interval has elapsed (90%: tick phases are not exact multiples).
+            let elapsed = st.last_balance.map_or(Ns::MAX, |t| now.saturating_sub(t));
+            if new_idle || elapsed.saturating_mul(10) >= interval.saturating_mul(9) {
+                if !new_idle {
+                    st.last_balance = Some(now);
+                }
+                v.push(i);
+            }
+        }
+        v
+    }
+
+    /// Whether a pass on `level` may move cache-hot tasks.
+    pub fn hot_ok(&self, cpu: CpuId, level: usize) -> bool {
+        self.levels[level]
+            .cache_nice_tries
+            .is_some_and(|tries| self.state[cpu][level].nr_balance_failed > tries)
+    }
+
+    /// Record the outcome of a pass that found an imbalance on `level`.
+    pub fn record(&mut self, cpu: CpuId, level: usize, moved: usize) {
+        let st = &mut self.state[cpu][level];
+        if moved > 0 {
+            st.nr_balance_failed = 0;
+        } else {
+            st.nr_balance_failed += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    fn levels() -> Vec<BalanceLevel> {
+        let span = CpuSet::full(2);
+        vec![
+            BalanceLevel {
+                name: "NODE".into(),
+                spans: vec![span.clone(); 2],
+                busy_interval: 10 * MS,
+                idle_interval: MS,
+                imbalance_pct: 125,
+                cache_nice_tries: Some(1),
+            },
+            BalanceLevel {
+                name: "NUMA".into(),
+                spans: vec![span; 2],
+                busy_interval: 40 * MS,
+                idle_interval: 4 * MS,
+                imbalance_pct: 125,
+                cache_nice_tries: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn levels_fall_due_by_their_own_interval() {
+        let mut d = Domains::new(levels(), 2);
+        assert_eq!(d.tick_interval(false), 10 * MS);
+        assert_eq!(d.due(0, 1, false, false), vec![0, 1]);
+        let mut numa = 0;
+        for t in 1..=8 {
+            let due = d.due(0, 1 + t * 10 * MS, false, false);
+            assert!(due.contains(&0));
+            numa += usize::from(due.contains(&1));
+        }
+        assert_eq!(numa, 2, "NUMA level every 4th busy tick");
+        assert_eq!(d.due(0, 90 * MS, false, true), vec![0, 1]);
+    }
+
+    #[test]
+    fn cache_nice_tries() {
+        let mut d = Domains::new(levels(), 2);
+        assert!(!d.hot_ok(1, 0));
+        d.record(1, 0, 0);
+        assert!(!d.hot_ok(1, 0));
+        d.record(1, 0, 0);
+        assert!(d.hot_ok(1, 0), "after more than cache_nice_tries failures");
+        d.record(1, 0, 1);
+        assert!(!d.hot_ok(1, 0));
+        d.record(1, 1, 0);
+        d.record(1, 1, 0);
+        assert!(!d.hot_ok(1, 1), "None never allows hot moves");
+    }
+}

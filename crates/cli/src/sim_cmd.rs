@@ -250,40 +250,7 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine(&a.machine)?;
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file))?;
     let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
-    for p in &w.programs {
-        if let Some(aff) = &p.affinity {
-            if let Some(c) = aff.iter().find(|&&c| c >= topo.nr_cpus()) {
-                bail!(
-                    "{}: program `{}` affinity names CPU {c}, but {} has CPUs 0-{}",
-                    a.file,
-                    p.name,
-                    topo.name,
-                    topo.nr_cpus() - 1
-                );
-            }
-        }
-        for r in &p.regions {
-            if let Some(n) = r.policy.nodes().iter().find(|&&n| n >= topo.nr_nodes()) {
-                bail!(
-                    "{}: program `{}` region `{}` names node {n}, but {} has nodes 0-{}",
-                    a.file,
-                    p.name,
-                    r.name,
-                    topo.name,
-                    topo.nr_nodes() - 1
-                );
-            }
-            if r.bytes > topo.total_mem_bytes() {
-                bail!(
-                    "{}: program `{}` region `{}` is larger than {}'s memory",
-                    a.file,
-                    p.name,
-                    r.name,
-                    topo.name
-                );
-            }
-        }
-    }
+    w.check_machine(&topo).map_err(|e| anyhow!("{}: {e}", a.file))?;
     let spec = SchedSpec::parse(&a.sched).map_err(|e| anyhow!(e))?;
     let s = sim::sched::build(&spec, &topo).map_err(|e| anyhow!(e))?;
     let r = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed)

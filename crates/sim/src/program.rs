@@ -245,6 +245,58 @@ impl Workload {
         Ok(())
     }
 
+    /// Check the workload against a machine: CPUs and nodes it names exist, no region is
+    /// larger than the machine's memory. One line naming the culprit on failure.
+    pub fn check_machine(&self, topo: &topo::Topology) -> Result<(), String> {
+        for p in &self.programs {
+            if let Some(aff) = &p.affinity {
+                if aff.is_empty() {
+                    return Err(format!("program `{}`: empty affinity list", p.name));
+                }
+                if let Some(c) = aff.iter().find(|&&c| c >= topo.nr_cpus()) {
+                    return Err(format!(
+                        "program `{}`: affinity names CPU {c}, but {} has CPUs 0-{}",
+                        p.name,
+                        topo.name,
+                        topo.nr_cpus() - 1
+                    ));
+                }
+            }
+            for r in &p.regions {
+                if let Some(n) = r.policy.nodes().iter().find(|&&n| n >= topo.nr_nodes()) {
+                    return Err(format!(
+                        "program `{}` region `{}`: memory policy names node {n}, but {} has nodes 0-{}",
+                        p.name,
+                        r.name,
+                        topo.name,
+                        topo.nr_nodes() - 1
+                    ));
+                }
+                if r.bytes > topo.total_mem_bytes() {
+                    return Err(format!(
+                        "program `{}` region `{}`: {} MiB is more than {}'s {} MiB of memory",
+                        p.name,
+                        r.name,
+                        r.bytes >> 20,
+                        topo.name,
+                        topo.total_mem_bytes() >> 20
+                    ));
+                }
+            }
+        }
+        for l in &self.launches {
+            if let Some(c) = l.cpu.filter(|&c| c >= topo.nr_cpus()) {
+                return Err(format!(
+                    "launch of `{}`: CPU {c} does not exist on {} (CPUs 0-{})",
+                    self.programs[l.program].name,
+                    topo.name,
+                    topo.nr_cpus() - 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn program_index(&self, name: &str) -> Option<usize> {
         self.programs.iter().position(|p| p.name == name)
     }

@@ -159,7 +159,13 @@ impl Kernel {
                     }
                 }
             }
-            (PhaseWork::MemOps | PhaseWork::Touch { .. }, _) => {
+            (PhaseWork::Touch { region }, _) => {
+                let r = &self.procs[task.pid].regions[region];
+                self.counters.alloc_failures += r.groups.iter().filter(|g| g.is_none()).count() as u64;
+                self.mark_contention_dirty();
+                self.tasks[t].pc += 1;
+            }
+            (PhaseWork::MemOps, _) => {
                 self.mark_contention_dirty();
                 self.tasks[t].pc += 1;
             }
@@ -182,8 +188,11 @@ impl Kernel {
         let mut newly = 0;
         for r in &mut self.procs[pid].regions {
             for g in 0..r.groups.len() {
-                if r.groups[g].is_none() && self.mem.touch(&self.topo, r, g, node).is_some() {
-                    newly += r.group_size(g);
+                if r.groups[g].is_none() {
+                    match self.mem.touch(&self.topo, r, g, node) {
+                        Some(_) => newly += r.group_size(g),
+                        None => self.counters.alloc_failures += 1,
+                    }
                 }
             }
         }

@@ -88,6 +88,8 @@ pub struct Counters {
     pub page_faults: u64,
     /// Bytes moved by page migration.
     pub migrated_bytes: u64,
+    /// Page groups that could not be placed (machine or bind set out of memory).
+    pub alloc_failures: u64,
     /// Recomputations of memory contention, and their fixed-point iterations.
     pub contention_solves: u64,
     pub contention_iterations: u64,

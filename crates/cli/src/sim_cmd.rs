@@ -250,7 +250,8 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine(&a.machine)?;
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file))?;
     let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
-    w.check_machine(&topo).map_err(|e| anyhow!("{}: {e}", a.file))?;
+    w.check_machine(&topo)
+        .map_err(|e| anyhow!("{}: {e}", a.file))?;
     let spec = SchedSpec::parse(&a.sched).map_err(|e| anyhow!(e))?;
     let s = sim::sched::build(&spec, &topo).map_err(|e| anyhow!(e))?;
     let r = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed)

@@ -273,7 +273,8 @@ fn summarise(
         }
     }
     CellSummary {
-        scheduler: s.name.clone(),
+        // The full spec, so that one scheduler with two option sets gives two columns.
+        scheduler: s.to_string(),
         options: options.to_vec(),
         tasks: n,
         reps: runs.len() as u32,

@@ -233,6 +233,22 @@ impl Workload {
     pub fn validate(&self) -> Result<(), String> {
         for p in &self.programs {
             p.validate(self.programs.len(), self.channels)?;
+            // A thread runs in its creator's address space: it must see the same regions.
+            for ph in &p.phases {
+                if let Phase::Thread { program, .. } = ph {
+                    let t = &self.programs[*program];
+                    let uses_memory = t
+                        .phases
+                        .iter()
+                        .any(|x| matches!(x, Phase::Touch { .. } | Phase::Memory { .. }));
+                    if t.regions != p.regions && (uses_memory || !t.regions.is_empty()) {
+                        return Err(format!(
+                            "program `{}` starts threads of `{}`, which must declare the same regions as `{}` (threads share the address space)",
+                            p.name, t.name, p.name
+                        ));
+                    }
+                }
+            }
         }
         for l in &self.launches {
             if l.program >= self.programs.len() {

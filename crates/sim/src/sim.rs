@@ -17,6 +17,10 @@ pub enum RunError {
         "simulation did not finish within {limit_s} simulated seconds ({live} tasks still alive)"
     )]
     TimeLimit { limit_s: u64, live: usize },
+    #[error(
+        "simulation stuck at {at_ns} ns: {live} tasks alive but nothing left to happen (blocked forever on a channel or a wait)"
+    )]
+    Stuck { at_ns: u64, live: usize },
 }
 
 /// What one task did, for reports.
@@ -87,7 +91,13 @@ impl Sim {
     /// Handle the next event. Returns false when nothing is left to do.
     pub fn step(&mut self) -> Result<bool, RunError> {
         let Some((time, ev)) = self.k.events.pop() else {
-            return Ok(false);
+            if self.k.is_done() {
+                return Ok(false);
+            }
+            return Err(RunError::Stuck {
+                at_ns: self.k.now,
+                live: self.k.live_tasks,
+            });
         };
         if time > self.limit {
             return Err(RunError::TimeLimit {
@@ -113,13 +123,6 @@ impl Sim {
             Event::Wake { task } => self.k.wake(s, task as usize),
             Event::Timer { id } => self.k.launch(s, id as usize),
         }
-        let mut i = 0;
-        while i < self.k.pending_wakes.len() {
-            let t = self.k.pending_wakes[i];
-            self.k.wake(s, t);
-            i += 1;
-        }
-        self.k.pending_wakes.clear();
         self.k.refresh_contention();
         Ok(!self.k.is_done())
     }

@@ -53,7 +53,7 @@ impl Kernel {
                     }
                     let ch = &mut self.chans[*chan];
                     if ch.pending == 0 {
-                        ch.reader = Some(t);
+                        ch.readers.push(t);
                         self.block(t);
                         return;
                     }
@@ -137,7 +137,7 @@ impl Kernel {
     }
 
     /// The CPU work of the current phase is done: its effects, and on to the next phase.
-    pub(crate) fn complete_phase(&mut self, t: TaskId) {
+    pub(crate) fn complete_phase(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
         let task = &self.tasks[t];
         let phase = &self.workload.programs[task.program].phases[task.pc];
         match (task.work, phase) {
@@ -152,16 +152,18 @@ impl Kernel {
                 let chans = chans.clone();
                 let msgs = u64::from(*msgs);
                 self.tasks[t].pc += 1;
+                // Readers are woken during the send, before the sender goes on (or blocks).
                 for c in chans {
                     self.chans[c].pending += msgs;
-                    if let Some(r) = self.chans[c].reader.take() {
-                        self.pending_wakes.push(r);
+                    for r in std::mem::take(&mut self.chans[c].readers) {
+                        self.wake(s, r);
                     }
                 }
             }
             (PhaseWork::Touch { region }, _) => {
                 let r = &self.procs[task.pid].regions[region];
-                self.counters.alloc_failures += r.groups.iter().filter(|g| g.is_none()).count() as u64;
+                self.counters.alloc_failures +=
+                    r.groups.iter().filter(|g| g.is_none()).count() as u64;
                 self.mark_contention_dirty();
                 self.tasks[t].pc += 1;
             }
@@ -203,7 +205,6 @@ impl Kernel {
     }
 
     fn exit(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
-        let _ = s;
         let now = self.now;
         let task = &mut self.tasks[t];
         task.state = TaskState::Exited;
@@ -227,7 +228,7 @@ impl Kernel {
             pt.children_alive -= 1;
             if pt.children_alive == 0 && pt.waiting_children {
                 pt.waiting_children = false;
-                self.pending_wakes.push(par);
+                self.wake(s, par);
             }
         }
     }
@@ -372,7 +373,9 @@ impl Kernel {
             let leader = self.create(s, None, l.program, None, cpu, true);
             let pid = self.tasks[leader].pid;
             for _ in 1..l.threads.max(1) {
-                self.create(s, None, l.program, Some(pid), cpu, false);
+                // Further threads are cloned by the leader, where the leader was placed.
+                let at = self.tasks[leader].cpu;
+                self.create(s, Some(leader), l.program, Some(pid), at, false);
             }
         }
     }

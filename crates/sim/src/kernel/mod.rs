@@ -105,7 +105,8 @@ impl Counters {
 #[derive(Clone, Debug, Default)]
 pub struct Channel {
     pub pending: u64,
-    pub reader: Option<TaskId>,
+    /// Tasks blocked reading this channel (all are woken by a write).
+    pub readers: Vec<TaskId>,
 }
 
 /// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next
@@ -199,8 +200,6 @@ pub struct Kernel {
     pub launches_pending: usize,
     /// CPUs of each last-level cache.
     llc_cpus: Vec<Vec<CpuId>>,
-    /// Tasks to wake once the current event is handled (message arrivals, child exits).
-    pub(crate) pending_wakes: Vec<TaskId>,
     contention_dirty: bool,
     /// Fingerprint of the demands of the last contention solve.
     contention_fp: u64,
@@ -258,7 +257,6 @@ impl Kernel {
             nr_waiting: 0,
             launches_pending,
             llc_cpus,
-            pending_wakes: Vec::new(),
             contention_dirty: false,
             contention_fp: 0,
             rng: seeds.stream("workload", 0),
@@ -324,6 +322,12 @@ impl Kernel {
             self.nr_waiting -= 1;
         }
         self.enqueue(t, dst, false);
+    }
+
+    /// Number of `cpu`'s timer tick now (its ticks fall at `tick_phase + n * tick`).
+    pub fn tick_no(&self, cpu: CpuId) -> u64 {
+        let tick = self.params.tick.max(1);
+        (self.now.saturating_sub(self.rqs[cpu].tick_phase) + tick / 2) / tick
     }
 
     /// Every task has exited and nothing more will be started.

@@ -17,7 +17,7 @@ impl Kernel {
     /// Put a runnable task on `cpu`'s runqueue. With `wakeup`, it may preempt the current task.
     pub fn enqueue(&mut self, t: TaskId, cpu: CpuId, wakeup: bool) {
         let old = self.tasks[t].cpu;
-        if old != cpu && self.tasks[t].first_cpu.is_some() {
+        if old != cpu {
             self.counters.migrations += 1;
             self.tasks[t].migrations += 1;
             if self.node_of(old) != self.node_of(cpu) {
@@ -35,7 +35,13 @@ impl Kernel {
         self.rqs[cpu].queue.push((round, prio, seq), t);
         self.nr_waiting += 1;
         match self.rqs[cpu].curr {
-            None => self.resched(cpu),
+            None => {
+                self.resched(cpu);
+                // More than this CPU can start at once: other idle CPUs may pull.
+                if self.rqs[cpu].queue.len() > 1 {
+                    self.unpark_balancers();
+                }
+            }
             Some(c) => {
                 if wakeup && prio < self.prio(c) {
                     self.rqs[cpu].need_resched = true;
@@ -73,7 +79,7 @@ impl Kernel {
         };
         self.settle(t);
         if self.tasks[t].cold_ns <= EPS && self.tasks[t].work_left <= EPS {
-            self.complete_phase(t);
+            self.complete_phase(s, t);
             self.advance(s, t);
             if self.tasks[t].state != TaskState::Running {
                 self.put_curr(cpu);
@@ -319,7 +325,18 @@ impl Kernel {
                 // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
                 // both streaming to the node the page lands on (local, by first touch).
                 let node = self.node_of(task.cpu);
-                let lat = self.topo.latency_ns(node, node) * self.q.local[node];
+                let PhaseWork::Touch { region } = task.work else {
+                    unreachable!()
+                };
+                let r = &self.procs[task.pid].regions[region];
+                let next = r.groups.iter().position(Option::is_none).unwrap_or(0);
+                let to = self.mem.place(&self.topo, r, next, node).unwrap_or(node);
+                let q = if to == node {
+                    self.q.local[to]
+                } else {
+                    self.q.remote[to]
+                };
+                let lat = self.topo.latency_ns(node, to) * q;
                 let line = self.topo.cpu_model.line_bytes as f64;
                 let per_byte_write = lat / self.topo.cpu_model.mlp.max(1e-3) / line;
                 let fault = self.topo.memory.fault_overhead_ns / self.topo.memory.page_bytes as f64;

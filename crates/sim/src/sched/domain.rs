@@ -25,7 +25,6 @@ pub struct BalanceLevel {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct LevelState {
-    last_balance: Option<Ns>,
     nr_balance_failed: u32,
 }
 
@@ -60,28 +59,21 @@ impl Domains {
             .unwrap_or(Ns::MAX)
     }
 
-    /// Levels to balance now on `cpu`, lowest first; marks them as balanced now.
-    /// `new_idle` passes take every level.
-    pub fn due(&mut self, cpu: CpuId, now: Ns, idle: bool, new_idle: bool) -> Vec<usize> {
-        let mut v = Vec::new();
-        for (i, l) in self.levels.iter().enumerate() {
-            let st = &mut self.state[cpu][i];
-            let interval = if idle {
-                l.idle_interval
-            } else {
-                l.busy_interval
-            };
-            // Ticks come on a grid of the shortest interval; a level is due once its own
-            // interval has elapsed (90%: tick phases are not exact multiples).
-            let elapsed = st.last_balance.map_or(Ns::MAX, |t| now.saturating_sub(t));
-            if new_idle || elapsed.saturating_mul(10) >= interval.saturating_mul(9) {
-                if !new_idle {
-                    st.last_balance = Some(now);
-                }
-                v.push(i);
-            }
-        }
-        v
+    /// Levels to balance at timer tick number `tick_no` (ticks of length `tick`), lowest
+    /// first: a level is due on ticks that are a multiple of its interval, as the 2.5
+    /// kernel's `jiffies % interval` test. `new_idle` passes take every level.
+    pub fn due(&self, tick_no: u64, tick: Ns, idle: bool, new_idle: bool) -> Vec<usize> {
+        (0..self.levels.len())
+            .filter(|&i| {
+                let l = &self.levels[i];
+                let interval = if idle {
+                    l.idle_interval
+                } else {
+                    l.busy_interval
+                };
+                new_idle || tick_no % (interval / tick.max(1)).max(1) == 0
+            })
+            .collect()
     }
 
     /// Whether a pass on `level` may move cache-hot tasks.
@@ -131,17 +123,20 @@ mod tests {
 
     #[test]
     fn levels_fall_due_by_their_own_interval() {
-        let mut d = Domains::new(levels(), 2);
+        let d = Domains::new(levels(), 2);
         assert_eq!(d.tick_interval(false), 10 * MS);
-        assert_eq!(d.due(0, 1, false, false), vec![0, 1]);
+        assert_eq!(d.tick_interval(true), MS);
+        assert_eq!(d.due(0, MS, false, false), vec![0, 1]);
         let mut numa = 0;
-        for t in 1..=8 {
-            let due = d.due(0, 1 + t * 10 * MS, false, false);
+        for t in 1..=8u64 {
+            let due = d.due(t * 10, MS, false, false);
             assert!(due.contains(&0));
             numa += usize::from(due.contains(&1));
         }
         assert_eq!(numa, 2, "NUMA level every 4th busy tick");
-        assert_eq!(d.due(0, 90 * MS, false, true), vec![0, 1]);
+        assert_eq!(d.due(3, MS, true, false), vec![0]);
+        assert_eq!(d.due(4, MS, true, false), vec![0, 1]);
+        assert_eq!(d.due(7, MS, false, true), vec![0, 1]);
     }
 
     #[test]

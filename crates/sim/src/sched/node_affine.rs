@@ -176,10 +176,12 @@ impl CpuScheduler for NodeAffine {
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
-        for level in self
-            .d
-            .due(cpu, k.now, idle.is_idle(), idle == IdleType::NewIdle)
-        {
+        for level in self.d.due(
+            k.tick_no(cpu),
+            k.params.tick,
+            idle.is_idle(),
+            idle == IdleType::NewIdle,
+        ) {
             let moved = if level == 0 {
                 balance_level(k, &mut self.d, &mut self.node_qb, &self.p, cpu, 0, idle)
             } else {

@@ -156,10 +156,12 @@ impl CpuScheduler for O1 {
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
-        for level in self
-            .d
-            .due(cpu, k.now, idle.is_idle(), idle == IdleType::NewIdle)
-        {
+        for level in self.d.due(
+            k.tick_no(cpu),
+            k.params.tick,
+            idle.is_idle(),
+            idle == IdleType::NewIdle,
+        ) {
             if balance_level(k, &mut self.d, &mut self.qb, &self.p, cpu, level, idle) > 0 {
                 return;
             }

@@ -98,9 +98,13 @@ impl SchedOptions {
 
     fn take(&mut self, key: &'static str) -> Option<String> {
         self.known.push(key);
-        let e = self.given.iter_mut().rev().find(|(k, _, _)| k == key)?;
-        e.2 = true;
-        Some(e.1.clone())
+        // The last occurrence wins; every occurrence counts as used.
+        let mut value = None;
+        for (_, v, used) in self.given.iter_mut().filter(|(k, _, _)| k == key) {
+            *used = true;
+            value = Some(v.clone());
+        }
+        value
     }
 
     /// A duration option in ms (`200`, `200ms`, `1.5ms`, `500us`, `1s`).

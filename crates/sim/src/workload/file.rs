@@ -396,11 +396,17 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
             exec: s.exec.unwrap_or(true),
         });
     } else if let Some(s) = &ph.threads {
+        if s.exec.is_some() {
+            return Err("`exec` applies to `spawn`, not to `threads` (threads never exec)".into());
+        }
         out.push(Phase::Thread {
             program: (cx.find_prog)(&s.program).map_err(err)?,
             count: s.count,
         });
-    } else if ph.wait.is_some() {
+    } else if let Some(w) = ph.wait {
+        if !w {
+            return Err("`wait = false` is not a phase: leave the phase out".into());
+        }
         out.push(Phase::Wait);
     } else if let Some(l) = &ph.repeat {
         out.push(Phase::Loop { count: l.count });

@@ -1,6 +1,20 @@
 //! Integration tests of the simulator (one test binary; modules under `tests/sim/`).
 
+#[path = "sim/affinity.rs"]
+mod affinity;
 #[path = "sim/common.rs"]
 mod common;
+#[path = "sim/conservation.rs"]
+mod conservation;
+#[path = "sim/cost.rs"]
+mod cost;
 #[path = "sim/determinism.rs"]
 mod determinism;
+#[path = "sim/golden.rs"]
+mod golden;
+#[path = "sim/memory.rs"]
+mod memory;
+#[path = "sim/props.rs"]
+mod props;
+#[path = "sim/schedulers.rs"]
+mod schedulers;

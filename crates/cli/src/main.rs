@@ -1,5 +1,13 @@
 //! `homenode`: the command-line front end.
 
+/// Write to stdout; a closed pipe (`homenode ... | head`) ends the program quietly.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::emit(&format!($($arg)*))? };
+}
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::emit(&format!("{}\n", format!($($arg)*)))? };
+}
+
 mod sim_cmd;
 
 use anyhow::Result;
@@ -29,17 +37,26 @@ enum Cmd {
     Schedulers,
 }
 
+fn emit(s: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => r,
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
     let r: Result<()> = match cli.cmd {
         Cmd::Sim(a) => sim_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
-        Cmd::Schedulers => {
+        Cmd::Schedulers => (|| -> Result<()> {
             for (n, d) in sim::sched::SCHEDULERS {
-                println!("{n:<22} {d}");
+                outln!("{n:<22} {d}");
             }
             Ok(())
-        }
+        })(),
     };
     if let Err(e) = r {
         eprintln!("homenode: {e:#}");

@@ -183,9 +183,9 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             "seed": a.seed,
             "results": cells,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", text_report(&topo, &a, &cells));
+        out!("{}", text_report(&topo, &a, &cells));
     }
     if a.stats {
         let events: f64 = cells.iter().map(|c| c.events * f64::from(c.reps)).sum();
@@ -272,19 +272,24 @@ fn workload(a: WorkloadArgs) -> Result<()> {
             .collect();
         let out = serde_json::json!({"machine": topo.name, "scheduler": spec.to_string(),
             "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "{} on {} with {}: elapsed {:.3} s",
         a.file,
         topo.name,
         spec,
         r.end_ns as f64 / 1e9
     );
-    println!(
+    outln!(
         "{:<5} {:<20} {:>9} {:>9} {:>9} {:>9}  node share of user time",
-        "task", "program", "start_s", "end_s", "user_s", "sys_s"
+        "task",
+        "program",
+        "start_s",
+        "end_s",
+        "user_s",
+        "sys_s"
     );
     for (i, t) in r.tasks.iter().enumerate() {
         let tot: f64 = t.node_user_ns.iter().sum();
@@ -293,7 +298,7 @@ fn workload(a: WorkloadArgs) -> Result<()> {
             .iter()
             .map(|x| format!("{:.0}%", if tot > 0.0 { 100.0 * x / tot } else { 0.0 }))
             .collect();
-        println!(
+        outln!(
             "{:<5} {:<20} {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {}",
             i,
             t.program,
@@ -305,7 +310,7 @@ fn workload(a: WorkloadArgs) -> Result<()> {
         );
     }
     let c = &r.counters;
-    println!(
+    outln!(
         "context switches {}, wakeups {}, preemptions {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
         c.context_switches,
         c.wakeups,
@@ -324,14 +329,14 @@ pub fn machines(m: Option<&str>) -> Result<()> {
         None => {
             for name in topo::presets::PRESETS {
                 let t = topo::presets::preset(name).map_err(|e| anyhow!("{e}"))?;
-                println!("{name:<12} {}", t.description);
+                outln!("{name:<12} {}", t.description);
             }
         }
         Some(arg) => {
             let t = machine(arg)?;
-            println!("{}: {}", t.name, t.description);
+            outln!("{}: {}", t.name, t.description);
             for n in &t.nodes {
-                println!(
+                outln!(
                     "node {}: cpus {}  memory {} MiB  bandwidth {} GB/s (remote in {} GB/s)",
                     n.id,
                     n.cpus,
@@ -340,9 +345,9 @@ pub fn machines(m: Option<&str>) -> Result<()> {
                     n.remote_bandwidth_gbps
                 );
             }
-            println!("distances:");
+            outln!("distances:");
             for row in &t.distance {
-                println!(
+                outln!(
                     "  {}",
                     row.iter()
                         .map(|d| format!("{d:3}"))
@@ -350,9 +355,9 @@ pub fn machines(m: Option<&str>) -> Result<()> {
                         .join(" ")
                 );
             }
-            println!("idle latency ns (cpu node x memory node):");
+            outln!("idle latency ns (cpu node x memory node):");
             for row in &t.latency_ns {
-                println!(
+                outln!(
                     "  {}",
                     row.iter()
                         .map(|d| format!("{d:6.1}"))
@@ -360,10 +365,10 @@ pub fn machines(m: Option<&str>) -> Result<()> {
                         .join(" ")
                 );
             }
-            println!("scheduling domains (CPU 0):");
+            outln!("scheduling domains (CPU 0):");
             for l in topo::sched_domains(&t) {
                 let groups: Vec<String> = l.groups[0].iter().map(|g| format!("{{{g}}}")).collect();
-                println!(
+                outln!(
                     "  {:<10} span {{{}}} groups {}",
                     l.name,
                     l.spans[0],

@@ -79,6 +79,8 @@ pub struct Region {
     /// Bytes of this region on each node.
     pub node_bytes: Vec<u64>,
     group_bytes: u64,
+    /// Unplaced page groups already reported as allocation failures.
+    reported_failures: u64,
 }
 
 impl Region {
@@ -97,6 +99,7 @@ impl Region {
             groups: vec![None; n],
             node_bytes: vec![0; nr_nodes],
             group_bytes,
+            reported_failures: 0,
         }
     }
 
@@ -106,6 +109,14 @@ impl Region {
         self.group_bytes
             .min(self.bytes.saturating_sub(start))
             .max(1)
+    }
+
+    /// Page groups still unplaced that were not reported before (each failure counts once).
+    pub fn new_failures(&mut self) -> u64 {
+        let unplaced = self.groups.iter().filter(|g| g.is_none()).count() as u64;
+        let new = unplaced.saturating_sub(self.reported_failures);
+        self.reported_failures = self.reported_failures.max(unplaced);
+        new
     }
 
     pub fn allocated_bytes(&self) -> u64 {

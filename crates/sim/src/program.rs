@@ -299,6 +299,16 @@ impl Workload {
                     ));
                 }
             }
+            let total: u64 = p.regions.iter().map(|r| r.bytes).sum();
+            if total > topo.total_mem_bytes() {
+                return Err(format!(
+                    "program `{}`: its regions need {} MiB, more than {}'s {} MiB of memory",
+                    p.name,
+                    total >> 20,
+                    topo.name,
+                    topo.total_mem_bytes() >> 20
+                ));
+            }
         }
         for l in &self.launches {
             if let Some(c) = l.cpu.filter(|&c| c >= topo.nr_cpus()) {

@@ -90,6 +90,9 @@ impl Sim {
 
     /// Handle the next event. Returns false when nothing is left to do.
     pub fn step(&mut self) -> Result<bool, RunError> {
+        if self.k.is_done() {
+            return Ok(false);
+        }
         let Some((time, ev)) = self.k.events.pop() else {
             if self.k.is_done() {
                 return Ok(false);

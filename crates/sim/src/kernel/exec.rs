@@ -30,8 +30,9 @@ impl Kernel {
                     PhaseWork::Cycles { user: false },
                     cycles_per_msg * f64::from(*msgs) * chans.len() as f64,
                 ),
-                Phase::Memory { ops, .. } => {
-                    self.touch_all(t);
+                Phase::Memory { ops, op } => {
+                    let regions: Vec<usize> = op.accesses.iter().map(|a| a.region).collect();
+                    self.touch_regions(t, &regions);
                     (PhaseWork::MemOps, *ops)
                 }
                 Phase::Touch { region } => {
@@ -182,21 +183,22 @@ impl Kernel {
         task.sleep_since = self.now;
     }
 
-    /// First-touch every untouched page group of the task's process from its current node
-    /// (a `Memory` phase that reads memory nobody initialised).
-    fn touch_all(&mut self, t: TaskId) {
+    /// First-touch every untouched page group of the given regions of the task's process
+    /// from its current node (a `Memory` phase reading memory nobody initialised).
+    fn touch_regions(&mut self, t: TaskId, regions: &[usize]) {
         let node = self.node_of(self.tasks[t].cpu);
         let pid = self.tasks[t].pid;
         let mut newly = 0;
-        for r in &mut self.procs[pid].regions {
+        for (i, r) in self.procs[pid].regions.iter_mut().enumerate() {
+            if !regions.contains(&i) {
+                continue;
+            }
             for g in 0..r.groups.len() {
-                if r.groups[g].is_none() {
-                    match self.mem.touch(&self.topo, r, g, node) {
-                        Some(_) => newly += r.group_size(g),
-                        None => self.counters.alloc_failures += 1,
-                    }
+                if r.groups[g].is_none() && self.mem.touch(&self.topo, r, g, node).is_some() {
+                    newly += r.group_size(g);
                 }
             }
+            self.counters.alloc_failures += r.new_failures();
         }
         self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
         if newly > 0 {

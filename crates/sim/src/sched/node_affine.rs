@@ -193,20 +193,23 @@ impl CpuScheduler for NodeAffine {
         }
     }
 
-    fn exec(&mut self, k: &Kernel, _task: TaskId, _cpu: CpuId) -> ExecPlacement {
+    fn exec(&mut self, k: &Kernel, task: TaskId, _cpu: CpuId) -> ExecPlacement {
         if self.dynamic {
             return ExecPlacement::default();
         }
-        // Least loaded node per CPU (ties: lowest id), then its least loaded CPU.
+        // Least loaded node per CPU among the nodes the task may run on (ties: lowest id),
+        // then its least loaded allowed CPU.
+        let allowed = &k.tasks[task].affinity;
+        let load = |n: NodeId| k.node_nr_running(n) as f64 / self.node_spans[n].count() as f64;
         let node = (0..self.node_spans.len())
-            .min_by(|&a, &b| {
-                let la = k.node_nr_running(a) as f64 / self.node_spans[a].count() as f64;
-                let lb = k.node_nr_running(b) as f64 / self.node_spans[b].count() as f64;
-                la.total_cmp(&lb).then(a.cmp(&b))
-            })
-            .unwrap_or(0);
+            .filter(|&n| self.node_spans[n].intersects(allowed))
+            .min_by(|&a, &b| load(a).total_cmp(&load(b)).then(a.cmp(&b)));
+        let Some(node) = node else {
+            return ExecPlacement::default();
+        };
         let cpu = self.node_spans[node]
             .iter()
+            .filter(|&c| allowed.contains(c))
             .min_by_key(|&c| (k.nr_running(c), c));
         ExecPlacement {
             cpu,

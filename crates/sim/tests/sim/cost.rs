@@ -1,0 +1,119 @@
+//! Cost model sanity: remote memory costs its latency ratio, one node's memory bandwidth is
+//! shared by the jobs that use it, and jobs on different nodes do not slow each other.
+
+use crate::common::*;
+use sim::RunResult;
+use sim::workload::parse_workload;
+
+/// A workload of jobs given as (cpu, memory node) pairs: each job is pinned to its CPU, binds
+/// its region to the node, and runs `ops` operations of `access` with `cycles` core cycles.
+fn jobs(list: &[(usize, usize)], mib: u32, ops: f64, cycles: f64, access: &str) -> String {
+    let mut s = String::from("name = \"jobs\"\n");
+    for (i, (cpu, node)) in list.iter().enumerate() {
+        s.push_str(&format!(
+            r#"[[program]]
+name = "j{i}"
+job = true
+affinity = [{cpu}]
+region = [{{ name = "a", mib = {mib}, policy = "bind:{node}" }}]
+phase = [{{ memory = {{ ops = {ops}, cycles = {cycles}, access = [{access}] }} }}]
+[[launch]]
+program = "j{i}"
+cpu = {cpu}
+"#
+        ));
+    }
+    s
+}
+
+fn run_jobs(m: &str, text: &str) -> RunResult {
+    let topo = machine(m);
+    let w = parse_workload(text, "jobs.toml").expect("valid workload");
+    let r = run(&topo, &w, "o1", 1);
+    for t in &r.tasks {
+        assert!(t.user_ns > 0.0);
+    }
+    r
+}
+
+/// Random 8-byte reads of a region far larger than the LLC: one miss per operation.
+const RANDOM: &str = r#"{ region = "a", pattern = "random", bytes = 8 }"#;
+/// Streaming reads, one cache line per operation.
+const STREAM: &str = r#"{ region = "a", pattern = "stream", bytes = 64 }"#;
+
+#[test]
+fn remote_memory_costs_the_latency_ratio_when_latency_bound() {
+    // Bandwidth so high that contention plays no part: the loop is bound by latency alone.
+    let m = "nodes=2,cpus-per-node=2,bandwidth-gbps=10000,remote-bandwidth-gbps=10000";
+    let topo = machine(m);
+    let ops = 2e6;
+    let local = run_jobs(m, &jobs(&[(0, 0)], 256, ops, 0.0, RANDOM));
+    let remote = run_jobs(m, &jobs(&[(2, 0)], 256, ops, 0.0, RANDOM));
+    let (l, r) = (local.tasks[0].user_ns, remote.tasks[0].user_ns);
+    let want = topo.latency_ns(1, 0) / topo.latency_ns(0, 0);
+    assert!(want > 1.3, "machine has no NUMA penalty: {want}");
+    let ratio = r / l;
+    assert!(
+        (ratio - want).abs() < 0.02 * want,
+        "remote/local user time {ratio:.3}, latency ratio {want:.3} ({r:.0} vs {l:.0} ns)"
+    );
+    // Absolute scale: one miss per operation (minus the few that hit the LLC), `mlp` at a
+    // time, at the idle local latency.
+    let per_miss = topo.latency_ns(0, 0) / topo.cpu_model.mlp;
+    let full = ops * per_miss;
+    assert!(
+        l <= full * 1.0001 && l >= 0.95 * full,
+        "local user time {l:.0} ns, {ops} misses cost {full:.0} ns"
+    );
+    assert!(local.tasks[0].node_user_ns[0] == l && remote.tasks[0].node_user_ns[1] == r);
+}
+
+#[test]
+fn jobs_sharing_a_nodes_memory_slow_each_other_and_spread_jobs_do_not() {
+    // Default (per-core share of xeon2s) bandwidth: one streaming job uses about half of its
+    // node's memory bandwidth, two saturate it.
+    let ops = 2e6;
+    let (mib, cycles) = (64, 8.0);
+    let alone = run_jobs(SMALL, &jobs(&[(0, 0)], mib, ops, cycles, STREAM));
+    let a = alone.tasks[0].user_ns;
+    // Two jobs on node 0's CPUs, both using node 0's memory.
+    let shared = run_jobs(SMALL, &jobs(&[(0, 0), (1, 0)], mib, ops, cycles, STREAM));
+    // Two jobs on different nodes, each with its memory at home.
+    let spread = run_jobs(SMALL, &jobs(&[(0, 0), (2, 1)], mib, ops, cycles, STREAM));
+    // Three jobs on node 0's memory (one of them reading from node 1).
+    let three = run_jobs(
+        SMALL,
+        &jobs(&[(0, 0), (1, 0), (2, 0)], mib, ops, cycles, STREAM),
+    );
+    for t in &shared.tasks {
+        assert!(
+            t.user_ns > 1.2 * a,
+            "two jobs on one node's memory: {:.0} ns each, alone {a:.0} ns",
+            t.user_ns
+        );
+    }
+    for t in &spread.tasks {
+        assert!(
+            (t.user_ns - a).abs() < 0.001 * a,
+            "jobs on different nodes slowed each other: {:.0} ns, alone {a:.0} ns",
+            t.user_ns
+        );
+    }
+    // More users of the same memory, slower still.
+    let s2 = shared.tasks[0].user_ns;
+    let s3 = three.tasks[0].user_ns;
+    assert!(
+        s3 > s2,
+        "third job on node 0's memory: {s3:.0} ns vs {s2:.0} ns"
+    );
+    // Bandwidth is finite: two jobs together never get more than the node's peak.
+    let topo = machine(SMALL);
+    let bytes = 2.0 * ops * 64.0;
+    let end = shared.end_ns as f64;
+    assert!(
+        bytes / end <= topo.nodes[0].bandwidth_gbps * 1.01,
+        "{:.2} GB/s delivered by a {:.2} GB/s node",
+        bytes / end,
+        topo.nodes[0].bandwidth_gbps
+    );
+}

@@ -196,6 +196,8 @@ pub struct Kernel {
     pub live_tasks: usize,
     /// Tasks waiting on some runqueue (not running).
     pub nr_waiting: usize,
+    /// CPUs with no balance event pending.
+    nr_parked: usize,
     /// Workload launches not yet started.
     pub launches_pending: usize,
     /// CPUs of each last-level cache.
@@ -235,6 +237,7 @@ impl Kernel {
             events.push(l.at, Event::Timer { id: i as u32 });
         }
         let launches_pending = workload.launches.len();
+        let nr_parked = topo.nr_cpus();
         let nr_llc = topo.cpus.iter().map(|c| c.llc + 1).max().unwrap_or(0);
         let mut llc_cpus = vec![Vec::new(); nr_llc];
         for c in &topo.cpus {
@@ -256,6 +259,7 @@ impl Kernel {
             live_tasks: 0,
             nr_waiting: 0,
             launches_pending,
+            nr_parked,
             llc_cpus,
             contention_dirty: false,
             contention_fp: 0,

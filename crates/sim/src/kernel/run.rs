@@ -176,7 +176,7 @@ impl Kernel {
     fn go_idle(&mut self, cpu: CpuId) {
         let rq = &mut self.rqs[cpu];
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
-        rq.balance_parked = true;
+        self.set_parked(cpu, true);
         if self.nr_waiting > 0 {
             self.unpark(cpu);
         }
@@ -504,6 +504,7 @@ impl Kernel {
     /// Post the next periodic balance event for `cpu` (busy or idle interval), aligned to
     /// the tick grid as the kernel's `jiffies % interval` test is.
     pub(crate) fn schedule_balance(&mut self, s: &dyn CpuScheduler, cpu: CpuId) {
+        self.set_parked(cpu, false);
         let idle = self.rqs[cpu].curr.is_none();
         let tick = self.params.tick;
         let every = (s.balance_interval(self, cpu, idle) / tick).max(1);
@@ -516,7 +517,6 @@ impl Kernel {
         m = m.div_ceil(every) * every;
         let at = phase + m * tick;
         let rq = &mut self.rqs[cpu];
-        rq.balance_parked = false;
         rq.balance_idle = idle;
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
         self.events.push(
@@ -528,10 +528,22 @@ impl Kernel {
         );
     }
 
+    /// Mark whether `cpu` has no balance event pending, keeping the count of such CPUs.
+    fn set_parked(&mut self, cpu: CpuId, parked: bool) {
+        if self.rqs[cpu].balance_parked != parked {
+            self.rqs[cpu].balance_parked = parked;
+            if parked {
+                self.nr_parked += 1;
+            } else {
+                self.nr_parked -= 1;
+            }
+        }
+    }
+
     fn unpark(&mut self, cpu: CpuId) {
+        self.set_parked(cpu, false);
         // Deferred: the scheduler is not at hand here, the event handler asks for the interval.
         let rq = &mut self.rqs[cpu];
-        rq.balance_parked = false;
         rq.balance_idle = true;
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
         let tick = self.params.tick;
@@ -552,6 +564,9 @@ impl Kernel {
 
     /// Some task is waiting for a CPU: idle CPUs resume their idle balance ticks.
     fn unpark_balancers(&mut self) {
+        if self.nr_parked == 0 {
+            return;
+        }
         for cpu in 0..self.rqs.len() {
             if self.rqs[cpu].balance_parked && self.rqs[cpu].curr.is_none() {
                 self.unpark(cpu);
@@ -569,7 +584,7 @@ impl Kernel {
             if idle { IdleType::Idle } else { IdleType::Busy },
         );
         if self.rqs[cpu].curr.is_none() && self.nr_waiting == 0 {
-            self.rqs[cpu].balance_parked = true;
+            self.set_parked(cpu, true);
             return;
         }
         self.schedule_balance(s, cpu);

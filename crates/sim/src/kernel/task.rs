@@ -140,12 +140,15 @@ impl Process {
     /// The node holding most of this process's memory (ties: lowest id); None before any
     /// memory is placed.
     pub fn main_node(&self, nr_nodes: usize) -> Option<NodeId> {
-        let v = self.node_bytes(nr_nodes);
-        let (node, &max) = v
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, b)| (**b, usize::MAX - i))?;
-        (max > 0).then_some(node)
+        // No allocation: this runs inside balancing passes.
+        let mut best: Option<(NodeId, u64)> = None;
+        for n in 0..nr_nodes {
+            let b: u64 = self.regions.iter().map(|r| r.node_bytes[n]).sum();
+            if b > 0 && best.is_none_or(|(_, m)| b > m) {
+                best = Some((n, b));
+            }
+        }
+        best.map(|(n, _)| n)
     }
 
     /// Total bytes of all regions (allocated or not).

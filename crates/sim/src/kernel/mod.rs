@@ -10,8 +10,10 @@
 
 pub mod cost;
 mod exec;
+mod rates;
 mod run;
 pub mod task;
+mod ticks;
 
 use crate::engine::{Event, EventQueue};
 use crate::memory::NodeMemory;

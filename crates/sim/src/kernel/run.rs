@@ -1,11 +1,9 @@
 //! Running tasks: enqueue and dispatch, progress and accounting, time slices, preemption,
-//! the per-CPU balance ticks, and the contention refresh.
+//! wake-ups and sleeps. Balance ticks are in `ticks.rs`, rates and contention in `rates.rs`.
 
-use super::cost;
-use super::task::{OpCache, PhaseWork, TaskState};
+use super::task::{PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::engine::Event;
-use crate::program::Phase;
 use crate::sched::{CpuScheduler, IdleType};
 use crate::time::Ns;
 use topo::CpuId;
@@ -101,7 +99,7 @@ impl Kernel {
     }
 
     /// Current task leaves the CPU (blocked, exited or requeued).
-    fn put_curr(&mut self, cpu: CpuId) {
+    pub(super) fn put_curr(&mut self, cpu: CpuId) {
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.tasks[t].last_ran = self.now;
             if matches!(
@@ -173,7 +171,7 @@ impl Kernel {
         }
     }
 
-    fn go_idle(&mut self, cpu: CpuId) {
+    pub(super) fn go_idle(&mut self, cpu: CpuId) {
         let rq = &mut self.rqs[cpu];
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
         self.set_parked(cpu, true);
@@ -266,7 +264,7 @@ impl Kernel {
     }
 
     /// Set the rate of the current phase and post the next boundary event.
-    fn start_chunk(&mut self, cpu: CpuId, t: TaskId) {
+    pub(super) fn start_chunk(&mut self, cpu: CpuId, t: TaskId) {
         self.set_rate(t);
         self.post_boundary(cpu, t);
     }
@@ -306,288 +304,6 @@ impl Kernel {
                 epoch: rq.epoch,
             },
         );
-    }
-
-    /// Rate of `t`'s current phase at its CPU under the current contention.
-    fn set_rate(&mut self, t: TaskId) {
-        let task = &self.tasks[t];
-        let nspc = self.topo.ns_per_cycle();
-        let (rate, user_frac) = match task.work {
-            PhaseWork::None => (0.0, 1.0),
-            PhaseWork::Cycles { user } => (1.0 / nspc, if user { 1.0 } else { 0.0 }),
-            PhaseWork::RecvMsgs { .. } => (1.0 / nspc, 0.0),
-            PhaseWork::MemOps => {
-                self.ensure_op(t);
-                let op = self.tasks[t].op_cache.as_ref().map(|c| &c.op);
-                (op.map_or(0.0, |op| 1.0 / op.ns(&self.q).max(1e-9)), 1.0)
-            }
-            PhaseWork::Touch { .. } => {
-                // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
-                // both streaming to the node the page lands on (local, by first touch).
-                let node = self.node_of(task.cpu);
-                let PhaseWork::Touch { region } = task.work else {
-                    unreachable!()
-                };
-                let r = &self.procs[task.pid].regions[region];
-                let next = r.groups.iter().position(Option::is_none).unwrap_or(0);
-                let to = self.mem.place(&self.topo, r, next, node).unwrap_or(node);
-                let q = if to == node {
-                    self.q.local[to]
-                } else {
-                    self.q.remote[to]
-                };
-                let lat = self.topo.latency_ns(node, to) * q;
-                let line = self.topo.cpu_model.line_bytes as f64;
-                let per_byte_write = lat / self.topo.cpu_model.mlp.max(1e-3) / line;
-                let fault = self.topo.memory.fault_overhead_ns / self.topo.memory.page_bytes as f64;
-                let per_byte = 2.0 * per_byte_write + fault;
-                (1.0 / per_byte, per_byte_write / per_byte)
-            }
-        };
-        let task = &mut self.tasks[t];
-        task.rate = rate;
-        task.user_frac = user_frac;
-        if matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
-            self.contention_dirty = true;
-        }
-    }
-
-    /// Bring `t`'s cost decomposition up to date with its place, cache share and memory;
-    /// returns whether it changed.
-    fn ensure_op(&mut self, t: TaskId) -> bool {
-        let task = &self.tasks[t];
-        let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
-            return false;
-        };
-        let node = self.node_of(task.cpu);
-        let share = self.cache_share(task.cpu);
-        let version = self.procs[task.pid].mem_version;
-        let contended = op.accesses.iter().any(|a| a.contended > 0.0);
-        if !contended
-            && task.op_cache.as_ref().is_some_and(|c| {
-                c.pc == task.pc
-                    && c.node == node
-                    && c.share_bits == share.to_bits()
-                    && c.mem_version == version
-            })
-        {
-            return false;
-        }
-        let xfer = self.xfer_costs(t, op);
-        let regions = &self.procs[task.pid].regions;
-        let lin = cost::linear_op(&self.topo, op, regions, node, share, &xfer);
-        self.tasks[t].op_cache = Some(OpCache {
-            pc: task.pc,
-            node,
-            share_bits: share.to_bits(),
-            mem_version: version,
-            op: lin,
-        });
-        true
-    }
-
-    /// LLC bytes available to one memory-bound task on `cpu`'s cache.
-    fn cache_share(&self, cpu: CpuId) -> f64 {
-        let sharers = self.llc_cpus[self.topo.cpus[cpu].llc]
-            .iter()
-            .filter(|&&c| {
-                self.rqs[c]
-                    .curr
-                    .is_some_and(|x| self.tasks[x].work == PhaseWork::MemOps)
-            })
-            .count()
-            .max(1);
-        self.topo.cpu_model.llc_bytes as f64 / sharers as f64
-    }
-
-    /// Cache-line transfer cost per access of `op` for task `t`: mean over the other running
-    /// threads of its process that write the same region.
-    fn xfer_costs(&self, t: TaskId, op: &crate::program::OpCost) -> Vec<f64> {
-        if op.accesses.iter().all(|a| a.contended == 0.0) {
-            return Vec::new();
-        }
-        let task = &self.tasks[t];
-        let me = self.node_of(task.cpu);
-        let proc = &self.procs[task.pid];
-        op.accesses
-            .iter()
-            .map(|a| {
-                let mut sum = 0.0;
-                let mut n = 0usize;
-                for &o in &proc.threads {
-                    let other = &self.tasks[o];
-                    if o == t
-                        || other.state != TaskState::Running
-                        || other.work != PhaseWork::MemOps
-                    {
-                        continue;
-                    }
-                    let Phase::Memory { op: oop, .. } =
-                        &self.workload.programs[other.program].phases[other.pc]
-                    else {
-                        continue;
-                    };
-                    if oop.accesses.iter().any(|x| x.region == a.region && x.write) {
-                        sum += cost::line_transfer_ns(&self.topo, me, self.node_of(other.cpu));
-                        n += 1;
-                    }
-                }
-                if n == 0 { 0.0 } else { sum / n as f64 }
-            })
-            .collect()
-    }
-
-    /// Recompute contention and the rates of all running memory-bound tasks.
-    pub(crate) fn refresh_contention(&mut self) {
-        if !self.contention_dirty {
-            return;
-        }
-        self.contention_dirty = false;
-        let mem_cpus: Vec<CpuId> = (0..self.rqs.len())
-            .filter(|&c| {
-                self.rqs[c].curr.is_some_and(|t| {
-                    matches!(
-                        self.tasks[t].work,
-                        PhaseWork::MemOps | PhaseWork::Touch { .. }
-                    )
-                })
-            })
-            .collect();
-        for &c in &mem_cpus {
-            let t = self.rqs[c].curr.unwrap_or_default();
-            self.settle(t);
-        }
-        let mut op_changed = vec![false; mem_cpus.len()];
-        for (i, &c) in mem_cpus.iter().enumerate() {
-            let t = self.rqs[c].curr.unwrap_or_default();
-            if self.tasks[t].work == PhaseWork::MemOps {
-                op_changed[i] = self.ensure_op(t);
-            }
-        }
-        let q = {
-            let demands: Vec<&cost::LinearOp> = mem_cpus
-                .iter()
-                .filter_map(|&c| self.rqs[c].curr)
-                .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
-                .filter_map(|t| self.tasks[t].op_cache.as_ref().map(|c| &c.op))
-                .collect();
-            // The same multiset of demands as at the last solve gives the same answer.
-            let fp = demands
-                .iter()
-                .fold(0u64, |acc, d| acc.wrapping_add(d.fingerprint()));
-            if fp == self.contention_fp && !demands.is_empty() {
-                None
-            } else {
-                self.contention_fp = fp;
-                self.counters.contention_solves += 1;
-                let (q, iterations) = cost::solve_contention(&self.topo, &demands, &self.q);
-                self.counters.contention_iterations += u64::from(iterations);
-                Some(q)
-            }
-        };
-        let q_changed = q.as_ref().is_some_and(|q| *q != self.q);
-        if let Some(q) = q {
-            self.q = q;
-        }
-        // Unchanged factors and an unchanged cost decomposition leave a task's rate as it is.
-        for (i, &c) in mem_cpus.iter().enumerate() {
-            if q_changed || op_changed[i] {
-                let t = self.rqs[c].curr.unwrap_or_default();
-                self.start_chunk(c, t);
-            }
-        }
-        self.contention_dirty = false;
-    }
-
-    // ---- balance ticks -------------------------------------------------------------------
-
-    /// Post the next periodic balance event for `cpu` (busy or idle interval), aligned to
-    /// the tick grid as the kernel's `jiffies % interval` test is.
-    pub(crate) fn schedule_balance(&mut self, s: &dyn CpuScheduler, cpu: CpuId) {
-        self.set_parked(cpu, false);
-        let idle = self.rqs[cpu].curr.is_none();
-        let tick = self.params.tick;
-        let every = (s.balance_interval(self, cpu, idle) / tick).max(1);
-        let phase = self.rqs[cpu].tick_phase;
-        let mut m = if self.now < phase {
-            0
-        } else {
-            (self.now - phase) / tick + 1
-        };
-        m = m.div_ceil(every) * every;
-        let at = phase + m * tick;
-        let rq = &mut self.rqs[cpu];
-        rq.balance_idle = idle;
-        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
-        self.events.push(
-            at,
-            Event::Balance {
-                cpu: cpu as u32,
-                epoch: rq.balance_epoch,
-            },
-        );
-    }
-
-    /// Mark whether `cpu` has no balance event pending, keeping the count of such CPUs.
-    fn set_parked(&mut self, cpu: CpuId, parked: bool) {
-        if self.rqs[cpu].balance_parked != parked {
-            self.rqs[cpu].balance_parked = parked;
-            if parked {
-                self.nr_parked += 1;
-            } else {
-                self.nr_parked -= 1;
-            }
-        }
-    }
-
-    fn unpark(&mut self, cpu: CpuId) {
-        self.set_parked(cpu, false);
-        // Deferred: the scheduler is not at hand here, the event handler asks for the interval.
-        let rq = &mut self.rqs[cpu];
-        rq.balance_idle = true;
-        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
-        let tick = self.params.tick;
-        let phase = rq.tick_phase;
-        let m = if self.now < phase {
-            0
-        } else {
-            (self.now - phase) / tick + 1
-        };
-        self.events.push(
-            phase + m * tick,
-            Event::Balance {
-                cpu: cpu as u32,
-                epoch: rq.balance_epoch,
-            },
-        );
-    }
-
-    /// Some task is waiting for a CPU: idle CPUs resume their idle balance ticks.
-    fn unpark_balancers(&mut self) {
-        if self.nr_parked == 0 {
-            return;
-        }
-        for cpu in 0..self.rqs.len() {
-            if self.rqs[cpu].balance_parked && self.rqs[cpu].curr.is_none() {
-                self.unpark(cpu);
-            }
-        }
-    }
-
-    /// Handle a periodic balance event.
-    pub(crate) fn on_balance(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
-        let idle = self.rqs[cpu].curr.is_none();
-        self.counters.balance_calls += 1;
-        s.balance(
-            self,
-            cpu,
-            if idle { IdleType::Idle } else { IdleType::Busy },
-        );
-        if self.rqs[cpu].curr.is_none() && self.nr_waiting == 0 {
-            self.set_parked(cpu, true);
-            return;
-        }
-        self.schedule_balance(s, cpu);
     }
 
     /// Wake a sleeping or blocked task.

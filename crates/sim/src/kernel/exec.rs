@@ -276,6 +276,7 @@ impl Kernel {
             rate: 0.0,
             user_frac: 1.0,
             cold_ns: 0.0,
+            kernel_ns: 0.0,
             last_settle: self.now,
             recv_left: 0,
             user_ns: 0.0,

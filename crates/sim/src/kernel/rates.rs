@@ -200,3 +200,71 @@ impl Kernel {
         self.contention_dirty = false;
     }
 }
+
+impl Kernel {
+    /// Move up to `max_bytes` of process `pid`'s memory from node `from` to node `to`, page
+    /// group by page group, and charge the copy to task `charge` as system time. Returns the
+    /// bytes moved (less when `to` fills up or `from` holds less).
+    ///
+    /// Cost of a page group: its bytes over the copy bandwidth (the smallest of the source
+    /// node's interconnect bandwidth, the destination's memory bandwidth and one core's
+    /// streaming bandwidth, MLP x line / latency), plus `fault_overhead_ns` per base page for
+    /// unmapping and remapping it.
+    pub fn migrate_memory(
+        &mut self,
+        pid: usize,
+        from: topo::NodeId,
+        to: topo::NodeId,
+        max_bytes: u64,
+        charge: Option<TaskId>,
+    ) -> u64 {
+        let mut moved = 0u64;
+        let proc = &mut self.procs[pid];
+        'regions: for r in &mut proc.regions {
+            for g in 0..r.groups.len() {
+                if moved >= max_bytes {
+                    break 'regions;
+                }
+                if r.groups[g] == Some(from) {
+                    moved += self.mem.migrate(r, g, to);
+                }
+            }
+        }
+        if moved == 0 {
+            return 0;
+        }
+        proc.mem_version += 1;
+        self.counters.migrated_bytes += moved;
+        self.mark_contention_dirty();
+        if let Some(t) = charge {
+            let cost = self.migration_cost_ns(from, to, moved);
+            self.charge_kernel(t, cost);
+        }
+        moved
+    }
+
+    /// Time one CPU takes to migrate `bytes` from `from` to `to`, ns.
+    pub fn migration_cost_ns(&self, from: topo::NodeId, to: topo::NodeId, bytes: u64) -> f64 {
+        let cpu = &self.topo.cpu_model;
+        let core_gbps = cpu.mlp * cpu.line_bytes as f64 / self.topo.latency_ns(to, from).max(1e-3);
+        let gbps = self.topo.nodes[from]
+            .remote_bandwidth_gbps
+            .min(self.topo.nodes[to].bandwidth_gbps)
+            .min(core_gbps);
+        let pages = bytes.div_ceil(self.topo.memory.page_bytes) as f64;
+        bytes as f64 / gbps + pages * self.topo.memory.fault_overhead_ns
+    }
+
+    /// Charge `ns` of kernel work to task `t`, to run before its own work resumes.
+    pub fn charge_kernel(&mut self, t: TaskId, ns: f64) {
+        let running = self.tasks[t].state == TaskState::Running;
+        if running {
+            self.settle(t);
+        }
+        self.tasks[t].kernel_ns += ns.max(0.0);
+        if running {
+            let cpu = self.tasks[t].cpu;
+            self.post_boundary(cpu, t);
+        }
+    }
+}

@@ -76,7 +76,8 @@ impl Kernel {
             return;
         };
         self.settle(t);
-        if self.tasks[t].cold_ns <= EPS && self.tasks[t].work_left <= EPS {
+        let task = &self.tasks[t];
+        if task.cold_ns <= EPS && task.kernel_ns <= EPS && task.work_left <= EPS {
             self.complete_phase(s, t);
             self.advance(s, t);
             if self.tasks[t].state != TaskState::Running {
@@ -229,6 +230,10 @@ impl Kernel {
         task.user_ns += cold;
         task.node_user_ns[node] += cold;
         d -= cold;
+        let kernel = task.kernel_ns.min(d);
+        task.kernel_ns -= kernel;
+        task.sys_ns += kernel;
+        d -= kernel;
         if d > 0.0 {
             task.work_left -= d * task.rate;
             let user = d * task.user_frac;
@@ -285,7 +290,7 @@ impl Kernel {
         } else {
             f64::INFINITY
         };
-        let ns = (task.cold_ns + work_ns)
+        let ns = (task.cold_ns + task.kernel_ns + work_ns)
             .min(task.slice_left as f64)
             .ceil()
             .max(1.0);

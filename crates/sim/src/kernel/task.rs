@@ -61,6 +61,9 @@ pub struct Task {
     pub user_frac: f64,
     /// Cold-cache refill still to pay after a move to another cache (ns of stall).
     pub cold_ns: f64,
+    /// Kernel work charged to the task still to run before its own work resumes (page
+    /// migration done on its behalf), ns of system time.
+    pub kernel_ns: f64,
     pub last_settle: Ns,
     /// Messages still to receive in the current `Recv` phase.
     pub recv_left: u32,

@@ -280,3 +280,99 @@ fn impossible_memory_requests_fail_validation_with_one_line() {
         .expect_err("a 3 GiB process on a 2 GiB machine must be refused");
     assert!(!e.contains('\n') && e.contains("hog"), "{e}");
 }
+
+/// One job pinned to CPU 0 touches 16 MiB, then computes for a while.
+const TOUCH_THEN_COMPUTE: &str = r#"
+name = "touch-then-compute"
+[[program]]
+name = "job"
+job = true
+affinity = [0]
+region = [{ name = "a", mib = 16 }]
+phase = [{ touch = "a" }, { compute = { cycles = 2e8 } }]
+[[launch]]
+program = "job"
+"#;
+
+/// Run TOUCH_THEN_COMPUTE; when `migrate` is set, move all of the job's memory to node 1 as
+/// soon as it is placed, charging the job. Returns (job sys ns, job user ns, memory at exit,
+/// migrated bytes counter, the kernel's cost figure for 16 MiB).
+fn touch_then_maybe_migrate(migrate: bool) -> (f64, f64, Vec<u64>, u64, f64) {
+    let topo = machine(SMALL);
+    let w = parse_workload(TOUCH_THEN_COMPUTE, "t.toml").expect("workload");
+    let mut sim = sim::Sim::new(
+        topo.clone(),
+        std::sync::Arc::new(w),
+        scheduler("o1", &topo),
+        1,
+    );
+    let mut done = false;
+    while sim.step().expect("step") {
+        sim.k.check_invariants().expect("invariants");
+        let placed = sim.k.procs.first().map_or(0, |p| p.node_bytes(2)[0]);
+        if migrate && !done && placed == 16 << 20 {
+            let moved = sim.k.migrate_memory(0, 0, 1, u64::MAX, Some(0));
+            assert_eq!(moved, 16 << 20);
+            assert_eq!(sim.k.procs[0].node_bytes(2), vec![0, 16 << 20]);
+            done = true;
+        }
+    }
+    assert!(!migrate || done, "the job's memory was never fully placed");
+    let cost = sim.k.migration_cost_ns(0, 1, 16 << 20);
+    let migrated = sim.k.counters.migrated_bytes;
+    let r = sim.run().expect("finish");
+    let t = &r.tasks[0];
+    (
+        t.sys_ns,
+        t.user_ns,
+        t.mem_node_bytes.clone(),
+        migrated,
+        cost,
+    )
+}
+
+#[test]
+fn page_migration_moves_memory_and_costs_system_time() {
+    let (sys0, user0, mem0, migrated0, cost) = touch_then_maybe_migrate(false);
+    let (sys1, user1, mem1, migrated1, _) = touch_then_maybe_migrate(true);
+    assert_eq!(mem0, vec![16 << 20, 0]);
+    assert_eq!(mem1, vec![0, 16 << 20]);
+    assert_eq!(migrated0, 0);
+    assert_eq!(migrated1, 16 << 20);
+    // The copy is charged as system time, exactly the kernel's cost figure, and user time
+    // (in-cache compute) does not change.
+    assert!(cost > 0.0);
+    assert!(
+        ((sys1 - sys0) - cost).abs() < 1e-3 * cost,
+        "sys {sys0} -> {sys1}, cost {cost}"
+    );
+    assert!(
+        (user1 - user0).abs() < 1e-6 * user0.max(1.0),
+        "user {user0} -> {user1}"
+    );
+}
+
+#[test]
+fn migration_cost_is_bandwidth_limited() {
+    let topo = machine(SMALL);
+    let w = parse_workload(TOUCH_THEN_COMPUTE, "t.toml").expect("workload");
+    let sim = sim::Sim::new(
+        topo.clone(),
+        std::sync::Arc::new(w),
+        scheduler("o1", &topo),
+        1,
+    );
+    let one = sim.k.migration_cost_ns(0, 1, 64 << 20);
+    let two = sim.k.migration_cost_ns(0, 1, 128 << 20);
+    assert!(
+        (two / one - 2.0).abs() < 1e-9,
+        "cost grows linearly with bytes"
+    );
+    // No faster than the slowest of the paths it uses.
+    let n = &topo.nodes;
+    let gbps = n[0].remote_bandwidth_gbps.min(n[1].bandwidth_gbps);
+    assert!(
+        one >= (64u64 << 20) as f64 / gbps,
+        "{one} ns for 64 MiB beats {gbps} GB/s"
+    );
+}

@@ -12,10 +12,11 @@ pub enum TopoError {
     #[error("unknown preset `{name}` (valid presets: {valid})")]
     UnknownPreset { name: String, valid: String },
 
-    /// A machine argument that is neither a preset, a `.toml` path nor a `key=value` spec.
+    /// A machine argument that is neither a preset, `host[:ROOT]`, a `.toml` path nor a
+    /// `key=value` spec.
     #[error(
-        "unknown machine `{name}`: not a preset ({valid}), not a path ending in .toml, \
-         not a key=value spec"
+        "unknown machine `{name}`: not a preset ({valid}), not `host` or `host:ROOT`, \
+         not a path ending in .toml, not a key=value spec"
     )]
     UnknownMachine { name: String, valid: String },
 
@@ -58,6 +59,19 @@ pub enum TopoError {
     /// The spec file could not be read.
     #[error("cannot read machine spec `{path}`: {error}")]
     Io { path: String, error: std::io::Error },
+
+    /// A host topology file (under sysfs or procfs, or a captured tree of them) that is missing,
+    /// unreadable or malformed; `path` is the full path of the file or directory.
+    #[error("{path}: {reason}")]
+    Sysfs { path: String, reason: String },
+
+    /// A fake-NUMA split that cannot be made.
+    #[error("fake NUMA with {nodes} nodes on machine `{machine}`: {reason}")]
+    FakeNuma {
+        machine: String,
+        nodes: usize,
+        reason: String,
+    },
 }
 
 impl TopoError {

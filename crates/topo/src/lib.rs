@@ -3,21 +3,26 @@
 //! bandwidths, cache sizes).
 //!
 //! A [`Topology`] is plain data. It is built from a machine spec (TOML file, preset name or
-//! a synthetic `key=value` list, see [`spec`]) and validated once, so that every consumer
-//! (simulator, policies, daemon) can index it without checks. Scheduling domains are derived
-//! from it the way the kernel derives them ([`domains`]).
+//! a synthetic `key=value` list, see [`spec`]) or read from the running Linux host ([`sysfs`];
+//! [`fake_numa`] splits a one-node host into pseudo-nodes), and validated once, so that every
+//! consumer (simulator, policies, daemon) can index it without checks. Scheduling domains are
+//! derived from it the way the kernel derives them ([`domains`]).
 
 pub mod cpuset;
 pub mod domains;
 pub mod error;
+pub mod fake;
 pub mod presets;
 pub mod spec;
+pub mod sysfs;
 
 pub use cpuset::CpuSet;
 pub use domains::{DomainKind, DomainLevel, flat_domain, node_domains, sched_domains};
 pub use error::TopoError;
+pub use fake::fake_numa;
 pub use presets::{PRESETS, preset};
 pub use spec::{MachineSpec, parse_synthetic, resolve_machine};
+pub use sysfs::{HostTopology, read_host, read_host_detailed};
 
 pub type CpuId = usize;
 pub type NodeId = usize;

@@ -520,12 +520,26 @@ fn power_of_two(o: &str, field: &str, v: u64) -> Result<(), TopoError> {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Resolves a `--machine` argument: a preset name, else a path ending in `.toml`, else a
-/// synthetic `key=value` spec (anything containing `=`).
+/// Resolves a `--machine` argument: a preset name; else `host` (this Linux host, read from
+/// `/sys` and `/proc`, see [`crate::sysfs`]) or `host:ROOT` (the same read from a captured tree
+/// under the directory ROOT); else a path ending in `.toml`; else a synthetic `key=value` spec
+/// (anything containing `=`).
 pub fn resolve_machine(arg: &str) -> Result<Topology, TopoError> {
     let arg = arg.trim();
     if presets::PRESETS.contains(&arg) {
         return presets::preset(arg);
+    }
+    if arg == "host" {
+        return crate::sysfs::read_host(std::path::Path::new("/"));
+    }
+    if let Some(root) = arg.strip_prefix("host:") {
+        if root.trim().is_empty() {
+            return Err(TopoError::Sysfs {
+                path: format!("machine `{arg}`"),
+                reason: "no root directory after `host:` (use `host` or `host:ROOT`)".to_string(),
+            });
+        }
+        return crate::sysfs::read_host(std::path::Path::new(root));
     }
     if arg.ends_with(".toml") {
         return MachineSpec::from_file(arg)?.into_topology();

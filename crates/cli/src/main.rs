@@ -8,6 +8,7 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::emit(&format!("{}\n", format!($($arg)*)))? };
 }
 
+mod bench_cmd;
 mod sim_cmd;
 
 use anyhow::Result;
@@ -35,6 +36,8 @@ enum Cmd {
     },
     /// List the CPU-level schedulers.
     Schedulers,
+    /// Benchmark this host: numa_test with per-node time, compared with a simulation.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn emit(s: &str) -> std::io::Result<()> {
@@ -50,6 +53,7 @@ fn main() {
     let cli = Cli::parse();
     let r: Result<()> = match cli.cmd {
         Cmd::Sim(a) => sim_cmd::run(a),
+        Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
         Cmd::Schedulers => (|| -> Result<()> {
             for (n, d) in sim::sched::SCHEDULERS {

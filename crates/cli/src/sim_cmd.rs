@@ -337,7 +337,7 @@ pub fn machines(m: Option<&str>) -> Result<()> {
             outln!("{}: {}", t.name, t.description);
             for n in &t.nodes {
                 outln!(
-                    "node {}: cpus {}  memory {} MiB  bandwidth {} GB/s (remote in {} GB/s)",
+                    "node {}: cpus {}  memory {} MiB  bandwidth {:.1} GB/s (remote in {:.1} GB/s)",
                     n.id,
                     n.cpus,
                     n.mem_bytes >> 20,

@@ -10,13 +10,13 @@ use crate::sim::{RunError, RunResult, Sim};
 use crate::time::secs;
 use crate::workload::{NumaTestParams, numa_test};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use topo::Topology;
 
 /// One job's line of the report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobRow {
     /// Percent of its user time spent on each node.
     pub node_pct: Vec<f64>,
@@ -27,8 +27,11 @@ pub struct JobRow {
     pub user_s: f64,
     pub sys_s: f64,
     /// Percent of its memory on each node at exit.
+    #[serde(default)]
     pub mem_pct: Vec<f64>,
+    #[serde(default)]
     pub home_node: Option<usize>,
+    #[serde(default)]
     pub node_migrations: u32,
 }
 
@@ -47,7 +50,7 @@ pub struct RunFigures {
 }
 
 /// Mean and sample standard deviation over repetitions.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeanStd {
     pub mean: f64,
     pub std: f64,
@@ -82,10 +85,11 @@ impl std::fmt::Display for MeanStd {
 }
 
 /// Summary of one (scheduler, N) cell over its repetitions. Field names are the stable
-/// `--json` schema.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `--json` schema. Fields after `jobs` may be missing in documents read back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
     pub scheduler: String,
+    #[serde(default)]
     pub options: Vec<(String, String)>,
     pub tasks: u32,
     pub reps: u32,
@@ -95,12 +99,16 @@ pub struct CellSummary {
     pub total_sys_s: MeanStd,
     pub hackbench_s: MeanStd,
     /// Jobs of the first repetition.
+    #[serde(default)]
     pub jobs: Vec<JobRow>,
     /// Node-to-node task moves per run (mean).
+    #[serde(default)]
     pub node_migrations: f64,
     /// Refused migrations per run by reason (mean): running, affinity, cache_hot.
+    #[serde(default)]
     pub refused: [f64; 3],
     /// Simulated events per run (mean).
+    #[serde(default)]
     pub events: f64,
 }
 
@@ -252,14 +260,17 @@ pub fn run_matrix(
             let runs: Vec<RunFigures> = (0..m.reps)
                 .map(|_| it.next().unwrap_or(Err("missing".into())))
                 .collect::<Result<_, _>>()?;
-            out.push(summarise(s, &options[si], n, &runs));
+            out.push(summarise(&s.to_string(), &options[si], n, &runs));
         }
     }
     Ok(out)
 }
 
-fn summarise(
-    s: &SchedSpec,
+/// Summarise the runs of one (scheduler, N) cell: mean(stddev) of each figure, the jobs of
+/// the first run. `scheduler` is the column label (the full spec, so that one scheduler with
+/// two option sets gives two columns).
+pub fn summarise(
+    scheduler: &str,
     options: &[(String, String)],
     n: u32,
     runs: &[RunFigures],
@@ -273,8 +284,7 @@ fn summarise(
         }
     }
     CellSummary {
-        // The full spec, so that one scheduler with two option sets gives two columns.
-        scheduler: s.to_string(),
+        scheduler: scheduler.to_string(),
         options: options.to_vec(),
         tasks: n,
         reps: runs.len() as u32,

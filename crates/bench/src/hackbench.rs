@@ -1,0 +1,191 @@
+//! A built-in hackbench: the load peak numa_test starts three seconds into a run.
+//!
+//! Like `hackbench -T` (threads instead of processes, sockets): `groups` groups, each of
+//! `receivers` receivers and `senders` senders. Every receiver owns one Unix stream socket
+//! pair; every sender of the group writes `loops` messages of `msg_bytes` bytes to every
+//! receiver of its group, and each receiver reads `loops x senders` messages. All threads are
+//! created first and wait at a gate, then start together; the duration reported is that of
+//! the whole peak, from the creation of the first thread to the end of the last one.
+//!
+//! Threads rather than processes: the peak is the same kind of load for the scheduler (many
+//! short-lived runnable tasks waking each other through sockets, 40 per group), and the
+//! benchmark needs no `fork` in a multi-threaded dispatcher.
+
+use crate::error::BenchError;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The shape of the load peak.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HackbenchParams {
+    pub groups: u32,
+    pub senders: u32,
+    pub receivers: u32,
+    /// Messages from each sender to each receiver.
+    pub loops: u32,
+    pub msg_bytes: usize,
+}
+
+impl HackbenchParams {
+    /// `hackbench G`: G groups of 20 senders and 20 receivers, 100 messages of 100 bytes.
+    pub fn groups(groups: u32) -> Self {
+        HackbenchParams {
+            groups,
+            senders: 20,
+            receivers: 20,
+            loops: 100,
+            msg_bytes: 100,
+        }
+    }
+
+    /// Threads the peak creates.
+    pub fn threads(&self) -> u64 {
+        u64::from(self.groups) * u64::from(self.senders + self.receivers)
+    }
+}
+
+/// Start gate: every thread waits until the creator opens it (or calls the run off).
+struct Gate {
+    state: Mutex<Option<bool>>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while s.is_none() {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.unwrap_or(false)
+    }
+
+    fn open(&self, go: bool) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.cv.notify_all();
+    }
+}
+
+type Worker = JoinHandle<Result<(), String>>;
+
+/// Run the peak; returns its duration.
+pub fn run(p: &HackbenchParams) -> Result<Duration, BenchError> {
+    if p.groups == 0 {
+        return Ok(Duration::ZERO);
+    }
+    if p.senders == 0 || p.receivers == 0 || p.msg_bytes == 0 {
+        return Err(BenchError::Hackbench(
+            "senders, receivers and message size must be at least 1".into(),
+        ));
+    }
+    raise_fd_limit(u64::from(p.groups) * u64::from(p.receivers) * 2 + 256)?;
+    let t0 = Instant::now();
+    let gate = Arc::new(Gate {
+        state: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut threads: Vec<Worker> = Vec::new();
+    let r = spawn_all(p, &gate, &mut threads);
+    gate.open(r.is_ok());
+    let mut first_err = r.err();
+    for t in threads {
+        let res = t
+            .join()
+            .unwrap_or_else(|_| Err("a hackbench thread panicked".into()));
+        if let (Err(e), None) = (res, &first_err) {
+            first_err = Some(e);
+        }
+    }
+    match first_err {
+        Some(e) => Err(BenchError::Hackbench(e)),
+        None => Ok(t0.elapsed()),
+    }
+}
+
+fn spawn_all(
+    p: &HackbenchParams,
+    gate: &Arc<Gate>,
+    threads: &mut Vec<Worker>,
+) -> Result<(), String> {
+    let builder = || std::thread::Builder::new().stack_size(64 * 1024);
+    let want = u64::from(p.loops) * u64::from(p.senders) * p.msg_bytes as u64;
+    for g in 0..p.groups {
+        let mut txs = Vec::new();
+        for r in 0..p.receivers {
+            let (rx, tx) = UnixStream::pair().map_err(|e| format!("group {g}: socketpair: {e}"))?;
+            txs.push(Arc::new(tx));
+            let gate = gate.clone();
+            let t = builder()
+                .name(format!("hb-recv-{g}-{r}"))
+                .spawn(move || receiver(rx, want, &gate))
+                .map_err(|e| format!("group {g}: cannot start receiver thread: {e}"))?;
+            threads.push(t);
+        }
+        let txs = Arc::new(txs);
+        for s in 0..p.senders {
+            let (txs, gate) = (txs.clone(), gate.clone());
+            let (loops, bytes) = (p.loops, p.msg_bytes);
+            let t = builder()
+                .name(format!("hb-send-{g}-{s}"))
+                .spawn(move || sender(&txs, loops, bytes, &gate))
+                .map_err(|e| format!("group {g}: cannot start sender thread: {e}"))?;
+            threads.push(t);
+        }
+    }
+    Ok(())
+}
+
+fn receiver(mut rx: UnixStream, want: u64, gate: &Gate) -> Result<(), String> {
+    if !gate.wait() {
+        return Ok(());
+    }
+    let mut buf = [0u8; 4096];
+    let mut got = 0u64;
+    while got < want {
+        let n = rx
+            .read(&mut buf)
+            .map_err(|e| format!("receiver read: {e}"))?;
+        if n == 0 {
+            return Err(format!(
+                "receiver: senders closed after {got} of {want} bytes"
+            ));
+        }
+        got += n as u64;
+    }
+    Ok(())
+}
+
+fn sender(txs: &[Arc<UnixStream>], loops: u32, bytes: usize, gate: &Gate) -> Result<(), String> {
+    if !gate.wait() {
+        return Ok(());
+    }
+    let msg = vec![0x5a_u8; bytes];
+    for _ in 0..loops {
+        for tx in txs {
+            (&**tx)
+                .write_all(&msg)
+                .map_err(|e| format!("sender write: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Make sure the process may open `need` descriptors: raise the soft limit up to the hard
+/// limit if needed.
+fn raise_fd_limit(need: u64) -> Result<(), BenchError> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)
+        .map_err(|e| BenchError::Hackbench(format!("getrlimit(NOFILE): {e}")))?;
+    if soft >= need {
+        return Ok(());
+    }
+    if hard < need {
+        return Err(BenchError::Hackbench(format!(
+            "needs {need} file descriptors, the hard limit (ulimit -Hn) is {hard}"
+        )));
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, need, hard)
+        .map_err(|e| BenchError::Hackbench(format!("setrlimit(NOFILE, {need}): {e}")))
+}

@@ -1,0 +1,200 @@
+//! The `--json` document shared with `homenode sim numa-test`, reading it back, and
+//! `homenode bench compare`: a simulation and a benchmark side by side with the prediction
+//! error per figure.
+
+use crate::error::BenchError;
+use serde::{Deserialize, Serialize};
+use sim::numa_test::{CellSummary, MeanStd, comparison_table};
+use std::fmt::Write as _;
+
+/// The whole `--json` document: `{"machine", "problem_size", "passes", "disturb", "seed",
+/// "results": [CellSummary...]}`, as `homenode sim numa-test --json` prints it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub machine: String,
+    pub problem_size: u64,
+    pub passes: u32,
+    pub disturb: bool,
+    pub seed: u64,
+    pub results: Vec<CellSummary>,
+}
+
+/// The read side of [`Report`].
+#[derive(Deserialize)]
+struct ReportIn {
+    machine: String,
+    problem_size: u64,
+    passes: u32,
+    disturb: bool,
+    seed: u64,
+    results: Vec<CellSummary>,
+}
+
+impl Report {
+    /// The document as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Parse a numa-test document (from `sim numa-test --json` or `bench numa-test --json`);
+    /// `origin` (the file name) prefixes the error.
+    pub fn parse(text: &str, origin: &str) -> Result<Report, BenchError> {
+        let bad = |m: String| BenchError::Parse {
+            path: origin.to_string(),
+            msg: format!("not a numa-test --json report: {m}"),
+        };
+        let t = text.trim_start();
+        if !t.is_empty() && !t.starts_with('{') {
+            return Err(bad(
+                "expected a JSON object `{\"machine\": ..., \"results\": [...]}`".into(),
+            ));
+        }
+        let r: ReportIn = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        Ok(Report {
+            machine: r.machine,
+            problem_size: r.problem_size,
+            passes: r.passes,
+            disturb: r.disturb,
+            seed: r.seed,
+            results: r.results,
+        })
+    }
+
+    /// Read and parse a report file.
+    pub fn read(path: &str) -> Result<Report, BenchError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BenchError::io(std::path::Path::new(path), e))?;
+        Report::parse(&text, path)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "machine {}, PROBLEMSIZE {}, {} passes, hackbench {}, seed {}",
+            self.machine,
+            self.problem_size,
+            self.passes,
+            if self.disturb { "on" } else { "off" },
+            self.seed
+        )
+    }
+}
+
+type Figure = (&'static str, fn(&CellSummary) -> MeanStd);
+
+/// The figures whose prediction error `compare` prints.
+pub const FIGURES: [Figure; 4] = [
+    ("AverageUserTime", |c| c.avg_user_s),
+    ("ElapsedTime", |c| c.elapsed_s),
+    ("TotalUserTime", |c| c.total_user_s),
+    ("TotalSysTime", |c| c.total_sys_s),
+];
+
+/// Prediction error of `sim` against `bench`, in percent: `(sim / bench - 1) x 100`; `None`
+/// when the benchmark's figure is zero.
+pub fn prediction_error_pct(sim: f64, bench: f64) -> Option<f64> {
+    (bench != 0.0 && bench.is_finite() && sim.is_finite()).then(|| (sim / bench - 1.0) * 100.0)
+}
+
+/// `homenode bench compare`: both reports' summary tables side by side (one column per
+/// scheduler, the benchmark's `host` among them), then the prediction error of each
+/// simulated scheduler against each benchmark column, per task count and figure.
+pub fn compare(sim: &Report, sim_name: &str, bench: &Report, bench_name: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "simulation: {sim_name}: {}", sim.describe());
+    let _ = writeln!(s, "benchmark:  {bench_name}: {}", bench.describe());
+    let mut notes = Vec::new();
+    if sim.problem_size != bench.problem_size {
+        notes.push(format!(
+            "PROBLEMSIZE differs ({} vs {})",
+            sim.problem_size, bench.problem_size
+        ));
+    }
+    if sim.passes != bench.passes {
+        notes.push(format!(
+            "passes differ ({} vs {})",
+            sim.passes, bench.passes
+        ));
+    }
+    if sim.disturb != bench.disturb {
+        notes.push("one has the hackbench peak and the other not".into());
+    }
+    for n in notes {
+        let _ = writeln!(s, "note: {n}: the figures are not comparable as they stand");
+    }
+    // Same column name in both: tell them apart.
+    let sim_scheds = schedulers(&sim.results);
+    let bench_scheds = schedulers(&bench.results);
+    let clash = sim_scheds.iter().any(|x| bench_scheds.contains(x));
+    let label = |prefix: &str, c: &CellSummary| {
+        let mut c = c.clone();
+        if clash {
+            c.scheduler = format!("{prefix}:{}", c.scheduler);
+        }
+        c
+    };
+    let sim_cells: Vec<CellSummary> = sim.results.iter().map(|c| label("sim", c)).collect();
+    let bench_cells: Vec<CellSummary> = bench.results.iter().map(|c| label("bench", c)).collect();
+    let mut merged = sim_cells.clone();
+    merged.extend(bench_cells.iter().cloned());
+    s.push('\n');
+    let _ = writeln!(s, "== Side by side: mean(stddev) in seconds");
+    s.push_str(&comparison_table(&merged));
+
+    let sim_cols = schedulers(&sim_cells);
+    let w = sim_cols.iter().map(|x| x.len()).max().unwrap_or(0).max(10);
+    for b in schedulers(&bench_cells) {
+        let _ = writeln!(s, "== Prediction error against {b}: sim / bench - 1");
+        for n in task_counts(&merged) {
+            let Some(bc) = bench_cells
+                .iter()
+                .find(|c| c.tasks == n && c.scheduler == b)
+            else {
+                let _ = writeln!(s, "N={n:<3} not in {bench_name}\n");
+                continue;
+            };
+            let _ = write!(s, "N={n:<3} {:<16}", "");
+            for sc in &sim_cols {
+                let _ = write!(s, " {sc:>w$}");
+            }
+            s.push('\n');
+            for (name, f) in FIGURES {
+                let _ = write!(s, "      {name:<16}");
+                for sc in &sim_cols {
+                    let cell = sim_cells
+                        .iter()
+                        .find(|c| c.tasks == n && c.scheduler == *sc);
+                    let v = match cell {
+                        None => "-".to_string(),
+                        Some(c) => prediction_error_pct(f(c).mean, f(bc).mean)
+                            .map_or("n/a".to_string(), |e| format!("{e:+.1}%")),
+                    };
+                    let _ = write!(s, " {v:>w$}");
+                }
+                s.push('\n');
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+fn schedulers(cells: &[CellSummary]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for c in cells {
+        if !v.contains(&c.scheduler) {
+            v.push(c.scheduler.clone());
+        }
+    }
+    v
+}
+
+fn task_counts(cells: &[CellSummary]) -> Vec<u32> {
+    let mut v: Vec<u32> = Vec::new();
+    for c in cells {
+        if !v.contains(&c.tasks) {
+            v.push(c.tasks);
+        }
+    }
+    v.sort_unstable();
+    v
+}

@@ -1,0 +1,115 @@
+//! The shared `--json` document read back, and `compare`.
+
+use bench::Report;
+use bench::report::{compare, prediction_error_pct};
+use sim::numa_test::{CellSummary, JobRow, MeanStd};
+
+fn ms(mean: f64) -> MeanStd {
+    MeanStd { mean, std: 0.0 }
+}
+
+fn cell(sched: &str, tasks: u32, user: f64, elapsed: f64, hackbench: f64) -> CellSummary {
+    CellSummary {
+        scheduler: sched.into(),
+        options: vec![("k".into(), "v".into())],
+        tasks,
+        reps: 2,
+        avg_user_s: ms(user),
+        elapsed_s: ms(elapsed),
+        total_user_s: ms(user * f64::from(tasks)),
+        total_sys_s: ms(0.1),
+        hackbench_s: ms(hackbench),
+        jobs: vec![JobRow {
+            node_pct: vec![25.0, 75.0],
+            isched: Some(0),
+            msched: 1,
+            user_s: user,
+            sys_s: 0.01,
+            mem_pct: vec![100.0, 0.0],
+            home_node: None,
+            node_migrations: 1,
+        }],
+        node_migrations: 1.5,
+        refused: [0.0; 3],
+        events: 123.0,
+    }
+}
+
+fn report(machine: &str, results: Vec<CellSummary>) -> Report {
+    Report {
+        machine: machine.into(),
+        problem_size: 1000,
+        passes: 2,
+        disturb: true,
+        seed: 9,
+        results,
+    }
+}
+
+#[test]
+fn documents_round_trip_exactly() {
+    let r = report(
+        "host",
+        vec![
+            cell("host", 2, 0.1 + 0.2, 1.0 / 3.0, 0.0),
+            cell("host", 4, 1e-7, 12345.678901234567, 0.25),
+        ],
+    );
+    let back = Report::parse(&r.to_json(), "x.json").expect("parses");
+    assert_eq!(back, r);
+}
+
+#[test]
+fn reading_is_lenient_with_optional_fields_and_names_the_file_on_errors() {
+    let text = r#"{"machine": "m", "problem_size": 1, "passes": 1, "disturb": false, "seed": 1,
+        "future_key": 3,
+        "results": [{"scheduler": "o1", "tasks": 2, "reps": 1,
+          "avg_user_s": {"mean": 1, "std": 0}, "elapsed_s": {"mean": 2, "std": 0},
+          "total_user_s": {"mean": 2, "std": 0}, "total_sys_s": {"mean": 0, "std": 0},
+          "hackbench_s": {"mean": 0, "std": 0}}]}"#;
+    let r = Report::parse(text, "sim.json").expect("parses");
+    assert_eq!(r.results[0].avg_user_s, ms(1.0));
+    assert!(r.results[0].jobs.is_empty());
+    for (bad, want) in [
+        ("", "EOF"),
+        ("[]", "expected a JSON object"),
+        (r#"{"machine": "m"}"#, "missing field"),
+        (
+            &text.replace(r#""tasks": 2"#, r#""tasks": -2"#),
+            "invalid value",
+        ),
+    ] {
+        let e = Report::parse(bad, "sim.json").expect_err(bad).to_string();
+        assert!(
+            e.starts_with("sim.json: not a numa-test --json report"),
+            "{e}"
+        );
+        assert!(e.contains(want), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
+
+#[test]
+fn prediction_error_is_sim_over_bench_minus_one() {
+    assert_eq!(prediction_error_pct(1.5, 1.0), Some(50.0));
+    assert!((prediction_error_pct(0.9, 1.2).expect("defined") + 25.0).abs() < 1e-9);
+    assert_eq!(prediction_error_pct(1.0, 0.0), None);
+    assert_eq!(prediction_error_pct(f64::NAN, 1.0), None);
+}
+
+#[test]
+fn compare_labels_clashing_columns_and_notes_what_is_not_comparable() {
+    let sim = report("sim", vec![cell("host", 2, 1.2, 5.0, 1.0)]);
+    let mut bench = report("host", vec![cell("host", 2, 1.0, 2.0, 0.0)]);
+    bench.passes = 3;
+    let out = compare(&sim, "s.json", &bench, "b.json");
+    assert!(
+        out.contains("sim:host") && out.contains("bench:host"),
+        "{out}"
+    );
+    assert!(out.contains("note: passes differ (2 vs 3)"), "{out}");
+    assert!(out.contains("+20.0%") && out.contains("+150.0%"), "{out}");
+
+    let same = compare(&sim, "s.json", &sim, "s.json");
+    assert!(!same.contains("note:"), "{same}");
+}

@@ -1,0 +1,353 @@
+//! `homenode bench ...`: numa_test on this host, comparing it with a simulation, and what the
+//! measuring costs.
+
+use anyhow::{Context, Result, anyhow, bail};
+use bench::numa_test::{self as bnt, Disturbance, NumaTestSet, RunConfig};
+use bench::{CpuNodeMap, Report, WorkerCommand};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use sim::numa_test as snt;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchCmd,
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// numa_test on this host: N random-update jobs started together, a hackbench load peak
+    /// at t = 3 s, the share of each job's user time on each node.
+    NumaTest(NumaTestArgs),
+    /// A simulation and a benchmark side by side (both `numa-test --json` files), with the
+    /// prediction error sim/bench - 1 of each figure.
+    Compare {
+        /// `homenode sim numa-test --json` output.
+        sim: String,
+        /// `homenode bench numa-test --json` output.
+        bench: String,
+    },
+    /// What the per-node sampling costs the workers: the same jobs with sampling on and off,
+    /// alternately; prints the median ratios (on / off) of their user time and elapsed time.
+    Overhead(OverheadArgs),
+    /// One worker (started by numa-test).
+    #[command(hide = true)]
+    Worker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct NumaTestArgs {
+    /// Task counts N, comma separated (4 or 4,8,16).
+    #[arg(value_name = "N", required = true, value_delimiter = ',')]
+    tasks: Vec<u32>,
+    /// PROBLEMSIZE: elements per array (20 bytes per element per job).
+    #[arg(long, default_value_t = 1_000_000)]
+    size: u64,
+    /// Passes over the arrays.
+    #[arg(long, default_value_t = 100)]
+    passes: u32,
+    /// Repetitions per N.
+    #[arg(long, default_value_t = 3)]
+    reps: u32,
+    /// Seed of the random indices (run `rep` of N derives its own, as the simulator does).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Do not start hackbench at t = 3 s.
+    #[arg(long)]
+    no_disturb: bool,
+    /// hackbench groups (20 senders and 20 receivers each).
+    #[arg(long, default_value_t = 20)]
+    hackbench_groups: u32,
+    /// Interval of the per-node sampling, milliseconds.
+    #[arg(long, default_value_t = 10)]
+    sample_ms: u64,
+    /// Split the CPUs into K pseudo-nodes for the attribution (memory stays where it is).
+    #[arg(long, value_name = "K")]
+    fake_numa: Option<usize>,
+    /// Print one JSON object (the schema of `homenode sim numa-test --json`) instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Leave out the per-job tables.
+    #[arg(long)]
+    summary_only: bool,
+    /// Start of the load peak, milliseconds after the jobs (tests).
+    #[arg(long, default_value_t = 3000, hide = true)]
+    disturb_at_ms: u64,
+    /// Make worker I (1-based) kill itself with SIGKILL (tests).
+    #[arg(long, hide = true)]
+    test_kill_worker: Option<usize>,
+}
+
+#[derive(Args)]
+pub struct OverheadArgs {
+    /// Jobs per run (default: one per CPU).
+    #[arg(value_name = "N")]
+    tasks: Option<u32>,
+    #[arg(long, default_value_t = 2_000_000)]
+    size: u64,
+    #[arg(long, default_value_t = 100)]
+    passes: u32,
+    /// Pairs of runs (one sampled, one not).
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    #[arg(long, default_value_t = 10)]
+    sample_ms: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(a: BenchArgs) -> Result<()> {
+    match a.what {
+        BenchCmd::NumaTest(a) => numa_test(a),
+        BenchCmd::Compare { sim, bench } => compare(&sim, &bench),
+        BenchCmd::Overhead(a) => overhead(a),
+        BenchCmd::Worker { args } => {
+            let line = bench::worker::main_with_args(&args).map_err(|e| anyhow!("{e}"))?;
+            outln!("{line}");
+            Ok(())
+        }
+    }
+}
+
+/// The host's CPU to node map, split into pseudo-nodes with `--fake-numa`.
+fn host_nodes(fake: Option<usize>) -> Result<CpuNodeMap> {
+    bench::host_cpu_nodes(Path::new("/"), fake).map_err(|e| anyhow!("{e}"))
+}
+
+fn worker_command() -> Result<WorkerCommand> {
+    let program =
+        std::env::current_exe().context("cannot find the homenode binary to start workers")?;
+    Ok(WorkerCommand {
+        program,
+        prefix_args: vec!["bench".into(), "worker".into()],
+    })
+}
+
+fn check_sizes(size: u64, passes: u32, sample_ms: u64) -> Result<()> {
+    if size == 0 || size > bench::worker::MAX_SIZE {
+        bail!("--size must be 1..={}", bench::worker::MAX_SIZE);
+    }
+    if passes == 0 {
+        bail!("--passes must be at least 1");
+    }
+    if sample_ms == 0 || sample_ms > 10_000 {
+        bail!("--sample-ms must be 1..=10000");
+    }
+    Ok(())
+}
+
+fn progress(total: u64, json: bool) -> Option<ProgressBar> {
+    (!json && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new(total);
+        b.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        // Runs last seconds: keep the clock moving (two wake-ups a second, next to the
+        // sampler's hundred).
+        b.enable_steady_tick(Duration::from_millis(500));
+        b
+    })
+}
+
+fn numa_test(a: NumaTestArgs) -> Result<()> {
+    check_sizes(a.size, a.passes, a.sample_ms)?;
+    if a.tasks.contains(&0) {
+        bail!("N must be at least 1");
+    }
+    if let Some(n) = a
+        .tasks
+        .iter()
+        .find(|&&n| a.tasks.iter().filter(|&&m| m == n).count() > 1)
+    {
+        bail!("N={n} is given twice");
+    }
+    if a.reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    if let Some(k) = a.test_kill_worker {
+        if k == 0 || a.tasks.iter().all(|&n| k as u32 > n) {
+            bail!("--test-kill-worker {k}: no such worker");
+        }
+    }
+    let nodes = host_nodes(a.fake_numa)?;
+    let set = NumaTestSet {
+        tasks: a.tasks.clone(),
+        reps: a.reps,
+        seed: a.seed,
+        run: RunConfig {
+            worker: worker_command()?,
+            tasks: 1,
+            size: a.size,
+            passes: a.passes,
+            seed: a.seed,
+            sample: Some(Duration::from_millis(a.sample_ms)),
+            disturb: (!a.no_disturb && a.hackbench_groups > 0).then(|| Disturbance {
+                at: Duration::from_millis(a.disturb_at_ms),
+                hackbench: bench::hackbench::HackbenchParams::groups(a.hackbench_groups),
+            }),
+            nodes,
+            proc_root: PathBuf::from("/proc"),
+            kill_worker: a.test_kill_worker,
+        },
+    };
+    bnt::check_memory(&set).map_err(|e| anyhow!("{e}"))?;
+    let machine = if let Some(k) = a.fake_numa {
+        format!("host,fake-numa={k}")
+    } else {
+        "host".to_string()
+    };
+    let nr_nodes = set.run.nodes.nr_nodes();
+
+    if !a.json {
+        outln!("{}", header(&set, &a));
+    }
+    let total = a.tasks.len() as u64 * u64::from(a.reps);
+    let bar = progress(total, a.json);
+    let mut printed: Result<()> = Ok(());
+    let cells = bnt::run_set(
+        &set,
+        &mut |n, rep, _, _| {
+            if let Some(b) = &bar {
+                b.set_message(format!("N={n} rep {rep}"));
+            }
+        },
+        &mut |_, _| {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        },
+        &mut |cell, _runs| {
+            if a.json || a.summary_only || printed.is_err() {
+                return;
+            }
+            let text = cell_block(cell, nr_nodes);
+            printed = match &bar {
+                Some(b) => b.suspend(|| crate::emit(&text)),
+                None => crate::emit(&text),
+            }
+            .map_err(anyhow::Error::from);
+        },
+    );
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    printed?;
+    let cells = cells.map_err(|e| anyhow!("{e}"))?;
+    if a.json {
+        let r = Report {
+            machine,
+            problem_size: a.size,
+            passes: a.passes,
+            disturb: set.run.disturb.is_some(),
+            seed: a.seed,
+            results: cells,
+        };
+        outln!("{}", r.to_json());
+    } else {
+        outln!("== Summary: mean(stddev) in seconds over {} reps", a.reps);
+        out!("{}", snt::comparison_table(&cells));
+    }
+    Ok(())
+}
+
+fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
+    let r = &set.run;
+    let kernel = bench::procfs::read_value(&r.proc_root.join("sys/kernel/osrelease"))
+        .unwrap_or_else(|| "?".into());
+    let nb = bench::procfs::read_value(&r.proc_root.join("sys/kernel/numa_balancing"))
+        .unwrap_or_else(|| "absent".into());
+    let nodes = r.nodes.node_lists();
+    let layout = format!(
+        "{} CPUs in {} {}node{} ({})",
+        r.nodes.cpus().len(),
+        nodes.len(),
+        if r.nodes.is_fake() { "pseudo-" } else { "" },
+        if nodes.len() == 1 { "" } else { "s" },
+        nodes.join(" | ")
+    );
+    let peak = match &r.disturb {
+        None => "off".to_string(),
+        Some(d) => format!("{} groups at {} s", d.hackbench.groups, d.at.as_secs_f64()),
+    };
+    format!(
+        "numa_test on host (Linux {kernel}, {layout}, numa_balancing={nb}): PROBLEMSIZE {}, {} passes, hackbench {peak}, {} reps, seed {}, sampling every {} ms\n",
+        a.size, a.passes, a.reps, a.seed, a.sample_ms
+    )
+}
+
+fn cell_block(c: &snt::CellSummary, nr_nodes: usize) -> String {
+    let mut s = format!("== host N={} (jobs of rep 1 of {})\n", c.tasks, c.reps);
+    s.push_str(&snt::job_table(&c.jobs, nr_nodes));
+    s.push_str(&snt::summary_block(c));
+    let samples = c.events;
+    s.push_str(&format!(
+        "({samples:.0} /proc samples per run, {:.1} node changes seen per run)\n\n",
+        c.node_migrations
+    ));
+    s
+}
+
+fn compare(sim_path: &str, bench_path: &str) -> Result<()> {
+    let s = Report::read(sim_path).map_err(|e| anyhow!("{e}"))?;
+    let b = Report::read(bench_path).map_err(|e| anyhow!("{e}"))?;
+    out!("{}", bench::report::compare(&s, sim_path, &b, bench_path));
+    Ok(())
+}
+
+fn overhead(a: OverheadArgs) -> Result<()> {
+    check_sizes(a.size, a.passes, a.sample_ms)?;
+    let nodes = host_nodes(None)?;
+    let tasks = a.tasks.unwrap_or(nodes.cpus().len() as u32).max(1);
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let cfg = RunConfig {
+        worker: worker_command()?,
+        tasks,
+        size: a.size,
+        passes: a.passes,
+        seed: a.seed,
+        sample: None,
+        disturb: None,
+        nodes,
+        proc_root: PathBuf::from("/proc"),
+        kill_worker: None,
+    };
+    bnt::check_memory(&NumaTestSet {
+        tasks: vec![tasks],
+        reps: 1,
+        seed: a.seed,
+        run: cfg.clone(),
+    })
+    .map_err(|e| anyhow!("{e}"))?;
+    outln!(
+        "sampling overhead: N={tasks}, PROBLEMSIZE {}, {} passes, sampling every {} ms, {} pairs",
+        a.size,
+        a.passes,
+        a.sample_ms,
+        a.runs
+    );
+    outln!("{}", bench::overhead::header());
+    let mut printed: Result<()> = Ok(());
+    let r = bench::overhead::measure(
+        &cfg,
+        Duration::from_millis(a.sample_ms),
+        a.runs,
+        &mut |i, p| {
+            if printed.is_ok() {
+                printed = crate::emit(&format!("{}\n", p.row(i))).map_err(anyhow::Error::from);
+            }
+        },
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    printed?;
+    outln!("{}", r.summary());
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Helpers shared by the `homenode` binary's tests.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub fn homenode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_homenode"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run homenode")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Succeeds; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let o = homenode(args);
+    assert!(
+        o.status.success(),
+        "homenode {args:?} failed ({:?}): {}",
+        o.status.code(),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Fails with exit code 2 and exactly one line on stderr starting `homenode: ` and containing
+/// every one of `want`, without a panic; returns (stdout, stderr).
+pub fn fails_with(args: &[&str], want: &[&str]) -> (String, String) {
+    let o = homenode(args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "homenode {args:?}: exit {:?}, stderr: {err}",
+        o.status.code()
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "homenode {args:?}: want one line on stderr, got:\n{err}"
+    );
+    assert!(err.starts_with("homenode: "), "{err}");
+    assert!(!err.contains("panicked"), "homenode {args:?}: {err}");
+    for w in want {
+        assert!(err.contains(w), "homenode {args:?}: `{w}` not in: {err}");
+    }
+    (stdout(&o), err)
+}
+
+/// A file in this test binary's scratch directory `dir`.
+pub fn scratch_in(dir: &str, name: &str, text: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write scratch file");
+    p.to_string_lossy().into_owned()
+}

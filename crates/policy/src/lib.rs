@@ -3,78 +3,39 @@
 //! memory). No I/O happens here: the simulator and the live daemon both build snapshots and
 //! apply actions, so one policy runs unchanged in both.
 //!
-//! This crate holds the shared data types and the `none` policy; the homenode and numad
-//! policies build on them.
+//! Policies:
+//! - [`NoPolicy`] (`none`): never acts; the kernel alone decides.
+//! - [`HomenodePolicy`] (`homenode`): the node-affine policy: a home node per significant
+//!   process, chosen where its memory is, rate-limited memory moves home, rebalancing with
+//!   hysteresis.
+//! - [`NumadPolicy`] (`numad`): a model of numad: whole-process binding to the fewest nodes
+//!   that fit, then all memory migrated, every 15 s.
+//!
+//! A policy keeps whatever state it needs between decisions in its own struct, so the same
+//! sequence of snapshots always yields the same actions. `docs/PLACEMENT.md` describes the
+//! algorithms and every parameter.
 
-use serde::{Deserialize, Serialize};
-use topo::{CpuSet, NodeId, Topology};
+pub mod action;
+mod common;
+pub mod config;
+pub mod homenode;
+pub mod numad;
+pub mod snapshot;
 
-/// One process as a policy sees it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProcessView {
-    pub pid: u32,
-    /// Process start time (ticks since boot on Linux), so a reused PID is told apart.
-    pub start_time: u64,
-    pub comm: String,
-    pub threads: u32,
-    /// CPU time used over the last interval, in CPUs (1.0 = one CPU fully busy).
-    pub cpu_use: f64,
-    /// Resident bytes on each node.
-    pub node_bytes: Vec<u64>,
-    /// Share of its runtime on each node over the last interval (sums to 1 when it ran).
-    pub node_runtime: Vec<f64>,
-    /// Node it runs on now (the node of most of its threads).
-    pub current_node: Option<NodeId>,
-    /// CPUs it may run on now.
-    pub allowed_cpus: CpuSet,
-    /// Home node the policy gave it earlier, if any.
-    pub home: Option<NodeId>,
-}
-
-/// Per-node state.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NodeView {
-    pub free_bytes: u64,
-    /// Idle CPU capacity over the last interval, in CPUs.
-    pub cpu_idle: f64,
-}
-
-/// Everything a policy decides from.
-#[derive(Clone, Debug)]
-pub struct Snapshot<'a> {
-    pub topo: &'a Topology,
-    /// Time of the snapshot, ns since the start of the observer.
-    pub now_ns: u64,
-    pub nodes: Vec<NodeView>,
-    pub processes: Vec<ProcessView>,
-}
-
-/// What a policy asks the mechanism to do; every action says why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Action {
-    /// Give `pid` the home nodes `nodes` (nearest first) and restrict it to `cpus`.
-    SetHome {
-        pid: u32,
-        nodes: Vec<NodeId>,
-        cpus: CpuSet,
-        reason: String,
-    },
-    /// Move `bytes` of `pid`'s memory from node `from` to node `to`.
-    MoveMemory {
-        pid: u32,
-        from: NodeId,
-        to: NodeId,
-        bytes: u64,
-        reason: String,
-    },
-    /// Forget `pid`'s home and give back its original CPU mask.
-    ClearHome { pid: u32, reason: String },
-}
+pub use action::Action;
+pub use config::{ConfigError, HomenodeConfig, NumadConfig, PlacementConfig};
+pub use homenode::HomenodePolicy;
+pub use numad::NumadPolicy;
+pub use snapshot::{
+    NodeNumaStats, NodeView, ProcessNumaStats, ProcessView, Snapshot, SnapshotError, ThreadView,
+};
 
 /// A node-level placement policy.
 pub trait NodePolicy {
     fn name(&self) -> &'static str;
-    /// Decide the actions for one interval.
+    /// Decide the actions for one interval. Called once per daemon (or simulated) interval
+    /// with a snapshot taken at `snap.now_ns`; a policy with a longer period of its own
+    /// returns nothing in between.
     fn decide(&mut self, snap: &Snapshot<'_>) -> Vec<Action>;
 }
 
@@ -92,6 +53,40 @@ impl NodePolicy for NoPolicy {
     }
 }
 
+/// Names accepted by [`build`], with one line each.
+pub const POLICIES: &[(&str, &str)] = &[
+    ("none", "never acts; the kernel alone decides placement"),
+    (
+        "homenode",
+        "home node per significant process, memory brought home at a bounded rate, rebalancing with hysteresis",
+    ),
+    (
+        "numad",
+        "model of numad: binds a whole process to the fewest nodes that fit, then migrates all its memory, every 15 s",
+    ),
+];
+
+/// Why a policy could not be built.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("unknown placement policy `{name}` (known: none, homenode, numad)")]
+    Unknown { name: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// The policy called `name`, with its parameters from `cfg`.
+pub fn build(name: &str, cfg: &PlacementConfig) -> Result<Box<dyn NodePolicy + Send>, PolicyError> {
+    match name {
+        "none" => Ok(Box::new(NoPolicy)),
+        "homenode" => Ok(Box::new(HomenodePolicy::new(cfg.homenode.clone())?)),
+        "numad" => Ok(Box::new(NumadPolicy::new(cfg.numad.clone())?)),
+        _ => Err(PolicyError::Unknown {
+            name: name.to_string(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,29 +94,37 @@ mod tests {
     #[test]
     fn none_never_acts() {
         let t = topo::spec::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
+        let mut p = ProcessView::new(&t, 1);
+        p.cpu_use = 1.0;
+        p.node_bytes = vec![1 << 20, 0];
+        p.node_runtime = vec![0.0, 1.0];
+        p.current_node = Some(1);
         let snap = Snapshot {
             topo: &t,
             now_ns: 0,
-            nodes: vec![
-                NodeView {
-                    free_bytes: 1 << 30,
-                    cpu_idle: 2.0
-                };
-                2
-            ],
-            processes: vec![ProcessView {
-                pid: 1,
-                start_time: 5,
-                comm: "x".into(),
-                threads: 1,
-                cpu_use: 1.0,
-                node_bytes: vec![1 << 20, 0],
-                node_runtime: vec![0.0, 1.0],
-                current_node: Some(1),
-                allowed_cpus: t.all_cpus(),
-                home: None,
-            }],
+            interval_ns: 1_000_000_000,
+            nodes: NodeView::consistent_with(&t, std::slice::from_ref(&p)),
+            processes: vec![p],
         };
         assert!(NoPolicy.decide(&snap).is_empty());
+    }
+
+    #[test]
+    fn build_by_name() {
+        let cfg = PlacementConfig::default();
+        for (name, _) in POLICIES {
+            assert_eq!(build(name, &cfg).expect("policy").name(), *name);
+        }
+        let e = build("numa", &cfg).err().expect("unknown");
+        assert_eq!(
+            e.to_string(),
+            "unknown placement policy `numa` (known: none, homenode, numad)"
+        );
+        let mut bad = cfg.clone();
+        bad.homenode.imbalance_pct = 50;
+        assert!(matches!(
+            build("homenode", &bad),
+            Err(PolicyError::Config(_))
+        ));
     }
 }

@@ -1,0 +1,168 @@
+//! Errors of the readers, the syscall wrappers and the journal.
+//!
+//! Every error renders as one line naming what failed: the file (full path, root prefix
+//! included) for the readers and the journal, the operation and the PID or TID for the
+//! syscalls. A process that exits while it is being read or acted on is *not* an error: see
+//! [`Live::Gone`](crate::Live::Gone).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+
+use crate::Pid;
+
+/// A `/proc` or `/sys` file that could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// The file (or directory) exists but could not be read, for a reason other than the
+    /// process having exited.
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
+
+    /// The file was read but its text is not what the kernel writes (truncated, a field
+    /// missing, a number that is not a number).
+    #[error("{}: {reason}", path.display())]
+    Parse { path: PathBuf, reason: String },
+}
+
+impl ProcError {
+    pub(crate) fn io(path: &Path, error: io::Error) -> Self {
+        ProcError::Io {
+            path: path.to_path_buf(),
+            error,
+        }
+    }
+
+    pub(crate) fn parse(path: &Path, reason: impl Into<String>) -> Self {
+        ProcError::Parse {
+            path: path.to_path_buf(),
+            reason: one_line(&reason.into()),
+        }
+    }
+
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ProcError::Io { path, .. } | ProcError::Parse { path, .. } => path,
+        }
+    }
+}
+
+/// A syscall wrapper that failed (other than because the target exited, which is
+/// [`Live::Gone`](crate::Live::Gone)).
+#[derive(Debug, thiserror::Error)]
+pub enum SysError {
+    /// EPERM or EACCES: the caller may not act on this task (another user's process without
+    /// CAP_SYS_NICE, a task whose affinity the kernel fixes, ...).
+    #[error("{op} on pid {pid}: permission denied ({errno})")]
+    Permission {
+        op: &'static str,
+        pid: Pid,
+        errno: Errno,
+    },
+
+    /// EINVAL from `sched_setaffinity`: the mask holds no CPU that is online and allowed to the
+    /// task by its cpuset.
+    #[error("{op} on pid {pid}: CPU mask `{mask}` holds no online CPU the task's cpuset allows")]
+    InvalidCpus {
+        op: &'static str,
+        pid: Pid,
+        mask: String,
+    },
+
+    /// A node that does not exist, is offline, has no memory, or is outside the target's
+    /// allowed memory nodes (ENODEV, or EACCES/EINVAL from the node checks).
+    #[error("{op} on pid {pid}: bad node {nodes}: {reason}")]
+    BadNode {
+        op: &'static str,
+        pid: Pid,
+        nodes: String,
+        reason: &'static str,
+    },
+
+    /// ENOSYS: a kernel built without NUMA support (`CONFIG_NUMA=n`) or a seccomp filter.
+    #[error("{op}: not supported by this kernel ({errno})")]
+    Unsupported { op: &'static str, errno: Errno },
+
+    /// An argument rejected before calling the kernel (a PID that does not fit `pid_t`, an
+    /// empty mask, lengths that differ).
+    #[error("{op}: {reason}")]
+    InvalidArgument { op: &'static str, reason: String },
+
+    /// Any other error number.
+    #[error("{op} on pid {pid}: {errno}")]
+    Os {
+        op: &'static str,
+        pid: Pid,
+        errno: Errno,
+    },
+}
+
+impl SysError {
+    /// The error number the kernel returned, if the kernel was called.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            SysError::Permission { errno, .. }
+            | SysError::Unsupported { errno, .. }
+            | SysError::Os { errno, .. } => Some(*errno),
+            SysError::InvalidCpus { .. } => Some(Errno::EINVAL),
+            SysError::BadNode { .. } | SysError::InvalidArgument { .. } => None,
+        }
+    }
+
+    /// The default mapping of an errno: EPERM/EACCES to [`SysError::Permission`], ENOSYS to
+    /// [`SysError::Unsupported`], anything else to [`SysError::Os`]. ESRCH must have been
+    /// turned into [`Live::Gone`](crate::Live::Gone) before.
+    pub(crate) fn from_errno(op: &'static str, pid: Pid, errno: Errno) -> Self {
+        match errno {
+            Errno::EPERM | Errno::EACCES => SysError::Permission { op, pid, errno },
+            Errno::ENOSYS => SysError::Unsupported { op, errno },
+            _ => SysError::Os { op, pid, errno },
+        }
+    }
+}
+
+/// The undo journal could not be read, parsed or written.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The file exists but could not be read.
+    #[error("{}: cannot read the journal: {error}", path.display())]
+    Read { path: PathBuf, error: io::Error },
+
+    /// The file was read but is not a journal this version understands (truncated, edited,
+    /// another format or version). Nothing was restored from it; the caller decides whether to
+    /// start afresh (and lose the originals it held) or stop.
+    #[error("{}: corrupt journal: {reason}", path.display())]
+    Corrupt { path: PathBuf, reason: String },
+
+    /// Writing the temporary file, syncing it or renaming it over the journal failed; the
+    /// previous journal (if any) is intact.
+    #[error("{}: cannot write the journal: {step}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        step: &'static str,
+        error: io::Error,
+    },
+}
+
+/// Collapses line breaks so that every error stays on one line.
+pub(crate) fn one_line(s: &str) -> String {
+    if s.contains(['\n', '\r']) {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        s.to_string()
+    }
+}
+
+/// Any error of this crate, for operations that both read `/proc` and call the kernel
+/// (setting every thread's affinity, restoring the journal).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Proc(#[from] ProcError),
+    #[error(transparent)]
+    Sys(#[from] SysError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}

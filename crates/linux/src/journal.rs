@@ -1,0 +1,555 @@
+//! The undo journal: what homenode changed, so that it can be undone after a stop, a crash or a
+//! `--restore`.
+//!
+//! For each process homenode manages, keyed by [`ProcessKey`] (PID and start time), the
+//! journal holds the original affinity of each thread (TID, thread start time, mask), the
+//! original mask of the main thread (given to threads born after the recording, which
+//! inherited homenode's mask), and what homenode applied (the CPU mask, the home nodes).
+//!
+//! # Protocol
+//!
+//! 1. Before changing a process: [`capture`] its threads' affinities, [`Journal::record`]
+//!    them, [`Journal::set_applied`] the mask about to be set, and [`Journal::store`].
+//! 2. Change the affinity; record the mask read back (the kernel narrows it to the cpuset) with
+//!    `set_applied` again. New threads found at later intervals are added with
+//!    [`Journal::record_thread`] before they are changed.
+//! 3. To undo: [`restore`]. Entries it finished with ([`RestoreReport::done`]) are removed.
+//!
+//! # Restore rules
+//!
+//! - The process must still exist with the same start time; a reused PID is never touched
+//!   ([`RestoreOutcome::PidReused`]); an exited one is [`RestoreOutcome::Gone`].
+//! - Every thread now in `task/` goes back to its recorded original (TID *and* thread start
+//!   time must match), or to the main thread's original if it was born after the recording.
+//! - Only a thread whose current mask is still the one homenode applied is changed: if
+//!   someone else set another mask since, theirs stays (counted as `changed_by_others`); a
+//!   thread already at its original is left as is.
+//!
+//! # File format
+//!
+//! JSON, written atomically (temporary file in the same directory, `fsync`, `rename` over the
+//! journal, `fsync` of the directory) with mode 0600, so that a crash at any point leaves
+//! either the old or the new journal, never a torn one:
+//!
+//! ```json
+//! {
+//!   "format": "homenode-journal",
+//!   "version": 1,
+//!   "processes": [
+//!     {
+//!       "pid": 4242, "starttime": 91234, "comm": "worker", "recorded_unix_s": 1700000000,
+//!       "default_cpus": "0-7",
+//!       "threads": [ { "tid": 4242, "starttime": 91234, "cpus": "0-7" },
+//!                    { "tid": 4243, "starttime": 91240, "cpus": "0-7" } ],
+//!       "applied": { "cpus": "0-3", "nodes": "0", "unix_s": 1700000002 }
+//!     }
+//!   ]
+//! }
+//! ```
+//!
+//! Masks are in the kernel's list format. Unknown keys, another `format` or `version`,
+//! duplicate processes or threads make the file [`JournalError::Corrupt`]: the caller decides
+//! what to do (nothing is restored from a file that cannot be trusted).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use topo::CpuSet;
+
+use crate::affinity::{AffinityOps, SystemAffinity};
+use crate::error::{Error, JournalError, one_line};
+use crate::procfs::ProcDir;
+use crate::sample::ProcessKey;
+use crate::{Live, Pid, Tid};
+
+/// The `format` field of every journal.
+pub const FORMAT: &str = "homenode-journal";
+/// The version this code writes and reads.
+pub const VERSION: u32 = 1;
+
+/// The original affinity of one thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadOriginal {
+    pub tid: Tid,
+    /// Thread start time (ticks after boot), so that a reused TID is not mistaken for it.
+    pub starttime: u64,
+    pub cpus: CpuSet,
+}
+
+/// What homenode set on a process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Applied {
+    /// The CPU mask set on its threads (as read back from the kernel).
+    pub cpus: CpuSet,
+    /// Its home node(s), for the record.
+    pub nodes: CpuSet,
+    /// When, seconds since the epoch.
+    pub unix_s: u64,
+}
+
+/// One managed process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalEntry {
+    pub pid: Pid,
+    pub starttime: u64,
+    pub comm: String,
+    /// When the originals were recorded, seconds since the epoch.
+    pub recorded_unix_s: u64,
+    /// The main thread's original mask: the target for threads born after the recording.
+    pub default_cpus: CpuSet,
+    /// Original mask of each thread known so far, ascending TID.
+    pub threads: Vec<ThreadOriginal>,
+    /// What homenode applied; `None` until it applies something.
+    pub applied: Option<Applied>,
+}
+
+impl JournalEntry {
+    pub fn key(&self) -> ProcessKey {
+        ProcessKey {
+            pid: self.pid,
+            starttime: self.starttime,
+        }
+    }
+
+    fn thread(&self, tid: Tid, starttime: u64) -> Option<&ThreadOriginal> {
+        self.threads
+            .binary_search_by_key(&tid, |t| t.tid)
+            .ok()
+            .map(|i| &self.threads[i])
+            .filter(|t| t.starttime == starttime)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileFormat {
+    format: String,
+    version: u32,
+    processes: Vec<JournalEntry>,
+}
+
+/// The journal in memory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Journal {
+    entries: BTreeMap<ProcessKey, JournalEntry>,
+}
+
+/// Seconds since the epoch, now.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Journal {
+    pub fn new() -> Journal {
+        Journal::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, key: ProcessKey) -> Option<&JournalEntry> {
+        self.entries.get(&key)
+    }
+
+    /// Entries in key order.
+    pub fn entries(&self) -> impl Iterator<Item = &JournalEntry> {
+        self.entries.values()
+    }
+
+    /// Adds a process's originals. If the process is already journaled, its recorded
+    /// originals are kept (they are the true originals; the current masks may be homenode's)
+    /// and only threads it did not know are added.
+    pub fn record(&mut self, mut entry: JournalEntry) {
+        entry.threads.sort_by_key(|t| t.tid);
+        entry.threads.dedup_by_key(|t| t.tid);
+        match self.entries.get_mut(&entry.key()) {
+            Some(old) => {
+                for t in entry.threads {
+                    Self::add_thread(old, t);
+                }
+            }
+            None => {
+                self.entries.insert(entry.key(), entry);
+            }
+        }
+    }
+
+    /// Adds the original of a thread found after the process was recorded (kept if the thread
+    /// is already known). False when the process is not journaled.
+    pub fn record_thread(&mut self, key: ProcessKey, thread: ThreadOriginal) -> bool {
+        match self.entries.get_mut(&key) {
+            Some(e) => {
+                Self::add_thread(e, thread);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn add_thread(e: &mut JournalEntry, t: ThreadOriginal) {
+        match e.threads.binary_search_by_key(&t.tid, |x| x.tid) {
+            Ok(i) if e.threads[i].starttime == t.starttime => {}
+            // Same TID, different thread: the old one exited, its TID was reused in this process.
+            Ok(i) => e.threads[i] = t,
+            Err(i) => e.threads.insert(i, t),
+        }
+    }
+
+    /// Records what homenode applied to a journaled process. False when it is not journaled.
+    pub fn set_applied(&mut self, key: ProcessKey, cpus: CpuSet, nodes: CpuSet) -> bool {
+        match self.entries.get_mut(&key) {
+            Some(e) => {
+                e.applied = Some(Applied {
+                    cpus,
+                    nodes,
+                    unix_s: unix_now(),
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn remove(&mut self, key: ProcessKey) -> Option<JournalEntry> {
+        self.entries.remove(&key)
+    }
+
+    /// Drops the entries whose process has exited or whose PID was reused (nothing left to
+    /// undo). Returns how many were dropped.
+    pub fn forget_gone(&mut self, root: &Path) -> Result<usize, Error> {
+        let mut drop = Vec::new();
+        for key in self.entries.keys() {
+            if current_starttime(root, key.pid)? != Some(key.starttime) {
+                drop.push(*key);
+            }
+        }
+        for k in &drop {
+            self.entries.remove(k);
+        }
+        Ok(drop.len())
+    }
+
+    /// The journal as JSON text.
+    pub fn to_json(&self) -> String {
+        let f = FileFormat {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            processes: self.entries.values().cloned().collect(),
+        };
+        let mut s = serde_json::to_string_pretty(&f).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// Parses journal text; `path` names the file in errors.
+    pub fn from_json(text: &str, path: &Path) -> Result<Journal, JournalError> {
+        let corrupt = |reason: String| JournalError::Corrupt {
+            path: path.to_path_buf(),
+            reason: one_line(&reason),
+        };
+        if text.trim().is_empty() {
+            return Err(corrupt("empty file".into()));
+        }
+        let f: FileFormat = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+        if f.format != FORMAT {
+            return Err(corrupt(format!(
+                "format `{}`, expected `{FORMAT}`",
+                f.format
+            )));
+        }
+        if f.version != VERSION {
+            return Err(corrupt(format!(
+                "version {} (this homenode reads version {VERSION})",
+                f.version
+            )));
+        }
+        let mut j = Journal::new();
+        for mut e in f.processes {
+            let key = e.key();
+            if j.entries.contains_key(&key) {
+                return Err(corrupt(format!(
+                    "process {} (start time {}) listed twice",
+                    key.pid, key.starttime
+                )));
+            }
+            let n = e.threads.len();
+            e.threads.sort_by_key(|t| t.tid);
+            e.threads.dedup_by_key(|t| t.tid);
+            if e.threads.len() != n {
+                return Err(corrupt(format!(
+                    "process {}: a thread listed twice",
+                    key.pid
+                )));
+            }
+            j.entries.insert(key, e);
+        }
+        Ok(j)
+    }
+
+    /// Reads the journal at `path`; an absent file is an empty journal (nothing to undo).
+    pub fn load(path: &Path) -> Result<Journal, JournalError> {
+        match fs::read(path) {
+            Ok(bytes) => {
+                let text = std::str::from_utf8(&bytes).map_err(|e| JournalError::Corrupt {
+                    path: path.to_path_buf(),
+                    reason: format!("not UTF-8: {e}"),
+                })?;
+                Journal::from_json(text, path)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Journal::new()),
+            Err(e) => Err(JournalError::Read {
+                path: path.to_path_buf(),
+                error: e,
+            }),
+        }
+    }
+
+    /// Writes the journal to `path` atomically (see the module documentation). The directory
+    /// must exist.
+    pub fn store(&self, path: &Path) -> Result<(), JournalError> {
+        write_atomic(path, self.to_json().as_bytes())
+    }
+}
+
+fn write_atomic(path: &Path, data: &[u8]) -> Result<(), JournalError> {
+    let err = |step: &'static str| {
+        move |error: io::Error| JournalError::Write {
+            path: path.to_path_buf(),
+            step,
+            error,
+        }
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| err("name")(io::Error::from(io::ErrorKind::InvalidInput)))?;
+    let mut tmp_name = name.to_os_string();
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(err("create temporary file"))?;
+        f.write_all(data).map_err(err("write temporary file"))?;
+        f.sync_all().map_err(err("fsync temporary file"))?;
+        drop(f);
+        fs::rename(&tmp, path).map_err(err("rename over the journal"))?;
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(err("fsync directory"))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The start time of process `pid` now; `None` when there is no such process.
+fn current_starttime(root: &Path, pid: Pid) -> Result<Option<u64>, Error> {
+    Ok(crate::procfs::stat::read(root, pid)?
+        .alive()
+        .map(|s| s.starttime))
+}
+
+/// Reads a process's current thread affinities into a journal entry (to [`Journal::record`]
+/// before changing it), with the kernel's affinity calls.
+pub fn capture(root: &Path, pid: Pid) -> Result<Live<JournalEntry>, Error> {
+    capture_with(root, pid, &mut SystemAffinity)
+}
+
+/// [`capture`] with the given affinity calls.
+pub fn capture_with(
+    root: &Path,
+    pid: Pid,
+    ops: &mut dyn AffinityOps,
+) -> Result<Live<JournalEntry>, Error> {
+    let Live::Alive(dir) = ProcDir::open(root, pid)? else {
+        return Ok(Live::Gone);
+    };
+    let Live::Alive(stat) = dir.stat()? else {
+        return Ok(Live::Gone);
+    };
+    let Live::Alive(tids) = dir.tids()? else {
+        return Ok(Live::Gone);
+    };
+    let mut threads = Vec::with_capacity(tids.len());
+    let mut default_cpus = None;
+    for tid in tids {
+        let Live::Alive(ts) = dir.task_stat(tid)? else {
+            continue;
+        };
+        let Live::Alive(cpus) = ops.get(tid)? else {
+            continue;
+        };
+        if tid == pid {
+            default_cpus = Some(cpus.clone());
+        }
+        threads.push(ThreadOriginal {
+            tid,
+            starttime: ts.starttime,
+            cpus,
+        });
+    }
+    let Some(default_cpus) = default_cpus.or_else(|| threads.first().map(|t| t.cpus.clone()))
+    else {
+        return Ok(Live::Gone);
+    };
+    Ok(Live::Alive(JournalEntry {
+        pid,
+        starttime: stat.starttime,
+        comm: stat.comm,
+        recorded_unix_s: unix_now(),
+        default_cpus,
+        threads,
+        applied: None,
+    }))
+}
+
+/// What [`restore`] did for one process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RestoreOutcome {
+    /// The process was found and its threads examined.
+    Restored {
+        /// Threads set back to their original mask.
+        threads_restored: usize,
+        /// Threads already at their original mask.
+        threads_unchanged: usize,
+        /// Threads whose mask someone else changed after homenode: left as they are.
+        changed_by_others: usize,
+        /// Threads that exited during the restore.
+        threads_gone: usize,
+    },
+    /// The process has exited: nothing to undo.
+    Gone,
+    /// The PID now names another process (different start time): not touched.
+    PidReused { starttime_now: u64 },
+    /// Reading the process or setting a thread failed; the entry should be kept.
+    Failed { error: String },
+}
+
+/// What [`restore`] did, per journal entry, in key order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestoreReport {
+    pub outcomes: Vec<(ProcessKey, String, RestoreOutcome)>,
+}
+
+impl RestoreReport {
+    /// Entries finished with (everything except failures): remove them from the journal.
+    pub fn done(&self) -> Vec<ProcessKey> {
+        self.outcomes
+            .iter()
+            .filter(|(_, _, o)| !matches!(o, RestoreOutcome::Failed { .. }))
+            .map(|(k, _, _)| *k)
+            .collect()
+    }
+
+    /// Threads set back, over all processes.
+    pub fn threads_restored(&self) -> usize {
+        self.outcomes
+            .iter()
+            .map(|(_, _, o)| match o {
+                RestoreOutcome::Restored {
+                    threads_restored, ..
+                } => *threads_restored,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// How many entries ended with an outcome matching `f`.
+    pub fn count(&self, f: impl Fn(&RestoreOutcome) -> bool) -> usize {
+        self.outcomes.iter().filter(|(_, _, o)| f(o)).count()
+    }
+}
+
+/// Restores every journaled process still running (same PID and start time) with the
+/// kernel's affinity calls; see the module documentation for the rules. Never fails as a
+/// whole: each entry has its outcome.
+pub fn restore(journal: &Journal, root: &Path) -> RestoreReport {
+    restore_with(journal, root, &mut SystemAffinity)
+}
+
+/// [`restore`] with the given affinity calls.
+pub fn restore_with(journal: &Journal, root: &Path, ops: &mut dyn AffinityOps) -> RestoreReport {
+    let mut report = RestoreReport::default();
+    for e in journal.entries() {
+        let outcome = restore_one(e, root, ops).unwrap_or_else(|err| RestoreOutcome::Failed {
+            error: err.to_string(),
+        });
+        report.outcomes.push((e.key(), e.comm.clone(), outcome));
+    }
+    report
+}
+
+fn restore_one(
+    e: &JournalEntry,
+    root: &Path,
+    ops: &mut dyn AffinityOps,
+) -> Result<RestoreOutcome, Error> {
+    let Live::Alive(dir) = ProcDir::open(root, e.pid)? else {
+        return Ok(RestoreOutcome::Gone);
+    };
+    let Live::Alive(stat) = dir.stat()? else {
+        return Ok(RestoreOutcome::Gone);
+    };
+    if stat.starttime != e.starttime {
+        return Ok(RestoreOutcome::PidReused {
+            starttime_now: stat.starttime,
+        });
+    }
+    let Live::Alive(tids) = dir.tids()? else {
+        return Ok(RestoreOutcome::Gone);
+    };
+    let (mut restored, mut unchanged, mut others, mut gone) = (0, 0, 0, 0);
+    for tid in tids {
+        let Live::Alive(ts) = dir.task_stat(tid)? else {
+            gone += 1;
+            continue;
+        };
+        let target = e
+            .thread(tid, ts.starttime)
+            .map_or(&e.default_cpus, |t| &t.cpus);
+        let Live::Alive(current) = ops.get(tid)? else {
+            gone += 1;
+            continue;
+        };
+        if &current == target {
+            unchanged += 1;
+        } else if e.applied.as_ref().is_some_and(|a| a.cpus == current) {
+            match ops.set(tid, target)? {
+                Live::Alive(()) => restored += 1,
+                Live::Gone => gone += 1,
+            }
+        } else {
+            others += 1;
+        }
+    }
+    Ok(RestoreOutcome::Restored {
+        threads_restored: restored,
+        threads_unchanged: unchanged,
+        changed_by_others: others,
+        threads_gone: gone,
+    })
+}

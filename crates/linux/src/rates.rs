@@ -1,0 +1,252 @@
+//! Rates over an interval, derived from two scans: CPU use per process and per thread, and
+//! where (on which node) that CPU time was spent.
+//!
+//! Processes are matched by [`ProcessKey`] (PID and start time), threads by TID and start
+//! time, so a PID or TID reused between the scans is a new task, never a continuation.
+//!
+//! **Per-node runtime.** The kernel does not say on which CPUs a task spent its time, only the
+//! CPU it last ran on (`processor`). Each thread's CPU time of the interval is charged to the
+//! node of its `processor` in the *later* scan (the node it ran on most, when the interval is
+//! short next to how often the kernel moves it; sampling more often sharpens it). Without
+//! per-thread samples the process's time is charged to the main thread's CPU. Time of threads
+//! that exited during the interval (in the process's total, in no thread's) is
+//! [`ProcessRate::unattributed_s`].
+
+use std::time::Duration;
+
+use topo::{CpuSet, HostTopology, Topology};
+
+use crate::Tid;
+use crate::sample::{ProcessKey, ProcessSample, ScanResult};
+
+/// Kernel CPU number to node index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuNodeMap {
+    node: Vec<Option<usize>>,
+    nr_nodes: usize,
+}
+
+impl CpuNodeMap {
+    /// `nodes[n]` holds the kernel CPUs of node `n`. A CPU listed twice keeps its first node.
+    pub fn from_node_cpus(nodes: &[CpuSet]) -> CpuNodeMap {
+        let mut node: Vec<Option<usize>> = Vec::new();
+        for (n, cpus) in nodes.iter().enumerate() {
+            for c in cpus.iter() {
+                if c >= node.len() {
+                    node.resize(c + 1, None);
+                }
+                node[c].get_or_insert(n);
+            }
+        }
+        CpuNodeMap {
+            node,
+            nr_nodes: nodes.len(),
+        }
+    }
+
+    /// A topology whose CPU numbers are the kernel's (a spec, or a host without holes).
+    pub fn from_topology(t: &Topology) -> CpuNodeMap {
+        let nodes: Vec<CpuSet> = t.nodes.iter().map(|n| n.cpus.clone()).collect();
+        CpuNodeMap::from_node_cpus(&nodes)
+    }
+
+    /// A host read from sysfs (or split by `topo::fake_numa`): kernel CPU `os_cpu[i]` belongs
+    /// to the node of topology CPU `i`. Node indexes are the topology's.
+    pub fn from_host(h: &HostTopology) -> CpuNodeMap {
+        let mut node: Vec<Option<usize>> = Vec::new();
+        for (i, &os) in h.os_cpu.iter().enumerate() {
+            if os >= node.len() {
+                node.resize(os + 1, None);
+            }
+            node[os] = h.topology.cpus.get(i).map(|c| c.node);
+        }
+        CpuNodeMap {
+            node,
+            nr_nodes: h.topology.nr_nodes(),
+        }
+    }
+
+    /// The node of kernel CPU `cpu`; `None` for a CPU the map does not know (offline).
+    pub fn node_of(&self, cpu: usize) -> Option<usize> {
+        self.node.get(cpu).copied().flatten()
+    }
+
+    pub fn nr_nodes(&self) -> usize {
+        self.nr_nodes
+    }
+}
+
+/// One thread's CPU use over the interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadRate {
+    pub tid: Tid,
+    /// CPUs used on average (1.0 = one CPU all the time), user plus system.
+    pub cpu: f64,
+    /// User time, CPUs.
+    pub user: f64,
+    /// System time, CPUs.
+    pub system: f64,
+    /// The CPU it last ran on, in the later scan.
+    pub processor: usize,
+    /// Its node, from the map.
+    pub node: Option<usize>,
+    /// Born during the interval (its whole CPU time counts).
+    pub new: bool,
+}
+
+/// One process's CPU use over the interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessRate {
+    pub key: ProcessKey,
+    pub comm: String,
+    /// CPUs used on average, all threads, user plus system.
+    pub cpu: f64,
+    pub user: f64,
+    pub system: f64,
+    /// Threads present in the later scan (empty without thread samples).
+    pub threads: Vec<ThreadRate>,
+    /// CPU seconds spent on each node during the interval (index = node).
+    pub node_runtime_s: Vec<f64>,
+    /// CPU seconds not charged to a node: threads that exited, CPUs the map does not know.
+    pub unattributed_s: f64,
+}
+
+impl ProcessRate {
+    /// Share of the attributed runtime on each node (sums to 1, or all 0 when idle).
+    pub fn node_share(&self) -> Vec<f64> {
+        let total: f64 = self.node_runtime_s.iter().sum();
+        self.node_runtime_s
+            .iter()
+            .map(|&s| if total > 0.0 { s / total } else { 0.0 })
+            .collect()
+    }
+}
+
+/// Rates between two scans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rates {
+    /// Length of the interval, seconds.
+    pub interval_s: f64,
+    /// Processes present in both scans, ascending PID.
+    pub processes: Vec<ProcessRate>,
+    /// Processes only in the later scan (started during the interval, or a reused PID): no
+    /// rate yet.
+    pub new: Vec<ProcessKey>,
+    /// Processes of the earlier scan absent from the later one.
+    pub exited: usize,
+}
+
+/// Rates between `earlier` and `later`, over the time between their
+/// [`taken_at`](ScanResult::taken_at); `ticks_per_second` is
+/// [`clock_ticks_per_second`](crate::sample::clock_ticks_per_second).
+pub fn rates(
+    earlier: &ScanResult,
+    later: &ScanResult,
+    ticks_per_second: u64,
+    map: &CpuNodeMap,
+) -> Rates {
+    let interval = later.taken_at.saturating_duration_since(earlier.taken_at);
+    rates_over(earlier, later, interval, ticks_per_second, map)
+}
+
+/// Like [`rates`] with the interval given (tests, or a clock of the caller's).
+pub fn rates_over(
+    earlier: &ScanResult,
+    later: &ScanResult,
+    interval: Duration,
+    ticks_per_second: u64,
+    map: &CpuNodeMap,
+) -> Rates {
+    let secs = interval.as_secs_f64();
+    let tps = ticks_per_second.max(1) as f64;
+    // CPUs used for a tick count over the interval.
+    let per = |ticks: u64| {
+        if secs > 0.0 {
+            ticks as f64 / tps / secs
+        } else {
+            0.0
+        }
+    };
+    let mut out = Rates {
+        interval_s: secs,
+        processes: Vec::new(),
+        new: Vec::new(),
+        exited: 0,
+    };
+    for p in &later.processes {
+        match earlier.get(p.key()) {
+            Some(e) => out.processes.push(process_rate(e, p, tps, map, &per)),
+            None => out.new.push(p.key()),
+        }
+    }
+    out.exited = earlier
+        .processes
+        .iter()
+        .filter(|e| later.get(e.key()).is_none())
+        .count();
+    out
+}
+
+fn process_rate(
+    e: &ProcessSample,
+    l: &ProcessSample,
+    tps: f64,
+    map: &CpuNodeMap,
+    per: &dyn Fn(u64) -> f64,
+) -> ProcessRate {
+    let du = l.utime.saturating_sub(e.utime);
+    let ds = l.stime.saturating_sub(e.stime);
+    let mut node_runtime_s = vec![0.0; map.nr_nodes()];
+    let mut unattributed_s = 0.0;
+    let mut charge = |cpu: usize, ticks: u64| {
+        let s = ticks as f64 / tps;
+        match map.node_of(cpu) {
+            Some(n) if n < node_runtime_s.len() => node_runtime_s[n] += s,
+            _ => unattributed_s += s,
+        }
+    };
+    let mut threads = Vec::with_capacity(l.threads.len());
+    let mut thread_ticks = 0u64;
+    for t in &l.threads {
+        let before = e
+            .threads
+            .binary_search_by_key(&t.tid, |x| x.tid)
+            .ok()
+            .map(|i| &e.threads[i])
+            .filter(|x| x.starttime == t.starttime);
+        let (tu, ts, new) = match before {
+            Some(b) => (
+                t.utime.saturating_sub(b.utime),
+                t.stime.saturating_sub(b.stime),
+                false,
+            ),
+            None => (t.utime, t.stime, true),
+        };
+        thread_ticks = thread_ticks.saturating_add(tu + ts);
+        charge(t.processor, tu + ts);
+        threads.push(ThreadRate {
+            tid: t.tid,
+            cpu: per(tu + ts),
+            user: per(tu),
+            system: per(ts),
+            processor: t.processor,
+            node: map.node_of(t.processor),
+            new,
+        });
+    }
+    if l.threads.is_empty() {
+        charge(l.processor, du + ds);
+    } else {
+        unattributed_s += (du + ds).saturating_sub(thread_ticks) as f64 / tps;
+    }
+    ProcessRate {
+        key: l.key(),
+        comm: l.comm.clone(),
+        cpu: per(du + ds),
+        user: per(du),
+        system: per(ds),
+        threads,
+        node_runtime_s,
+        unattributed_s,
+    }
+}

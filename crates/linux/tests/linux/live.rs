@@ -1,0 +1,406 @@
+//! The syscall wrappers and readers on this host, on this process's own threads and buffers
+//! and on child processes it starts. Every change is undone before the test ends.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use linux::affinity::{self, current_tid, get_affinity, set_affinity};
+use linux::mempolicy::{self, PolicyMode};
+use linux::migrate::{self, MoveOptions, PageStatus};
+use linux::procfs::ProcDir;
+use linux::rates::{CpuNodeMap, rates};
+use linux::sample::{NumaMapsSelect, clock_ticks_per_second};
+use linux::{Live, ScanOptions, Scanner, SysError, journal, sysfs};
+use topo::CpuSet;
+
+const ROOT: &str = "/";
+
+fn root() -> &'static Path {
+    Path::new(ROOT)
+}
+
+/// A PID that cannot exist (above the kernel's `PID_MAX_LIMIT` of 4,194,304).
+const NO_SUCH_PID: u32 = 5_000_000;
+
+/// Runs `f` on a fresh thread (so that changing its affinity affects no other test).
+fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(f).join().expect("thread")
+}
+
+/// A child process that sleeps, killed on drop.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        let child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn sleep");
+        // Wait until it has exec'd (its comm is `sleep`).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if linux::procfs::read_comm(root(), child.id())
+                .ok()
+                .and_then(Live::alive)
+                .as_deref()
+                == Some("sleep")
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Sleeper(child)
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn own_thread_affinity_get_set_restore() {
+    on_own_thread(|| {
+        let tid = current_tid();
+        let original = get_affinity(tid).expect("get").expect_alive("self");
+        let online = sysfs::online_cpus(root()).expect("online");
+        assert!(online.is_subset(&original) || original.is_subset(&online));
+        let first = original.intersection(&online).first().expect("a CPU");
+        set_affinity(tid, &CpuSet::single(first))
+            .expect("set")
+            .expect_alive("self");
+        assert_eq!(
+            get_affinity(tid).expect("get").expect_alive("self"),
+            CpuSet::single(first)
+        );
+        // /proc agrees.
+        let dir = ProcDir::open(root(), std::process::id())
+            .expect("open")
+            .expect_alive("self");
+        let st = dir.task_status(tid).expect("status").expect_alive("thread");
+        assert_eq!(st.cpus_allowed, CpuSet::single(first));
+        // A mask with CPUs beyond any machine (bit 5000) plus a real one: accepted, the
+        // extra bits ignored.
+        let mut wide = CpuSet::single(first);
+        wide.insert(5000);
+        set_affinity(tid, &wide).expect("wide").expect_alive("self");
+        assert_eq!(
+            get_affinity(tid).expect("get").expect_alive("self"),
+            CpuSet::single(first)
+        );
+        set_affinity(tid, &original)
+            .expect("restore")
+            .expect_alive("self");
+        assert_eq!(
+            get_affinity(tid).expect("get").expect_alive("self"),
+            original
+        );
+    });
+}
+
+#[test]
+fn affinity_errors() {
+    assert!(get_affinity(NO_SUCH_PID).expect("no error").is_gone());
+    assert!(
+        set_affinity(NO_SUCH_PID, &CpuSet::single(0))
+            .expect("no error")
+            .is_gone()
+    );
+    assert!(matches!(
+        get_affinity(0),
+        Err(SysError::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        get_affinity(u32::MAX),
+        Err(SysError::InvalidArgument { .. })
+    ));
+    on_own_thread(|| {
+        let tid = current_tid();
+        let before = get_affinity(tid).expect("get").expect_alive("self");
+        // Only CPUs that do not exist: EINVAL, typed.
+        let e = set_affinity(tid, &CpuSet::single(4000)).unwrap_err();
+        assert!(matches!(e, SysError::InvalidCpus { .. }), "{e}");
+        assert!(e.to_string().contains("4000") && !e.to_string().contains('\n'));
+        let e = set_affinity(tid, &CpuSet::new()).unwrap_err();
+        assert!(matches!(e, SysError::InvalidCpus { .. }));
+        assert_eq!(get_affinity(tid).expect("get").expect_alive("self"), before);
+    });
+}
+
+#[test]
+fn child_process_affinity_and_journal_restore() {
+    let child = Sleeper::start();
+    let pid = child.pid();
+    let before = affinity::process_affinities(root(), pid)
+        .expect("get")
+        .expect_alive("child");
+    assert_eq!(before.keys().copied().collect::<Vec<_>>(), vec![pid]);
+    let original = before[&pid].clone();
+    let online = sysfs::online_cpus(root()).expect("online");
+    let target = CpuSet::single(online.iter().last().expect("cpu"));
+
+    // Journal first, then change.
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("journal.json");
+    let mut j = journal::Journal::new();
+    let entry = journal::capture(root(), pid)
+        .expect("capture")
+        .expect_alive("child");
+    assert_eq!(entry.default_cpus, original);
+    let key = entry.key();
+    j.record(entry);
+    j.set_applied(key, target.clone(), CpuSet::single(0));
+    j.store(&path).expect("store");
+
+    let done = affinity::set_process_affinity(root(), pid, &target)
+        .expect("set")
+        .expect_alive("child");
+    assert_eq!(done.set, vec![pid]);
+    assert_eq!(
+        get_affinity(pid).expect("get").expect_alive("child"),
+        target
+    );
+
+    // Restore from the stored journal.
+    let j = journal::Journal::load(&path).expect("load");
+    let report = journal::restore(&j, root());
+    assert_eq!(report.threads_restored(), 1, "{report:?}");
+    assert_eq!(
+        get_affinity(pid).expect("get").expect_alive("child"),
+        original
+    );
+    // Restoring again changes nothing.
+    assert_eq!(journal::restore(&j, root()).threads_restored(), 0);
+
+    // After the child exits: gone everywhere.
+    drop(child);
+    assert!(
+        affinity::set_process_affinity(root(), pid, &target)
+            .expect("set")
+            .is_gone()
+    );
+    assert!(
+        affinity::process_affinities(root(), pid)
+            .expect("get")
+            .is_gone()
+    );
+    let report = journal::restore(&j, root());
+    assert!(matches!(
+        report.outcomes[0].2,
+        journal::RestoreOutcome::Gone | journal::RestoreOutcome::PidReused { .. }
+    ));
+}
+
+#[test]
+fn stale_process_handle_reads_gone_after_exit() {
+    let child = Sleeper::start();
+    let pid = child.pid();
+    let dir = ProcDir::open(root(), pid)
+        .expect("open")
+        .expect_alive("child");
+    assert_eq!(
+        dir.stat().expect("stat").expect_alive("child").comm,
+        "sleep"
+    );
+    drop(child); // killed and reaped: the PID may now be reused, the handle must not follow it.
+    assert!(dir.stat().expect("stat").is_gone());
+    assert!(dir.status().expect("status").is_gone());
+    assert!(dir.tids().expect("tids").is_gone());
+    assert!(dir.numa_maps().expect("numa_maps").is_gone());
+    assert!(dir.sched().expect("sched").is_gone());
+}
+
+/// A buffer of `pages` touched pages and the address of each.
+fn touched_pages(pages: usize) -> (Vec<u8>, Vec<usize>) {
+    let page = 4096;
+    let mut buf = vec![0u8; (pages + 1) * page];
+    for b in buf.iter_mut().step_by(page) {
+        *b = 1;
+    }
+    let start = (buf.as_ptr() as usize).div_ceil(page) * page;
+    let addrs = (0..pages).map(|i| start + i * page).collect();
+    (buf, addrs)
+}
+
+#[test]
+fn move_own_pages_to_node_0_in_batches() {
+    let (buf, addrs) = touched_pages(40);
+    let me = std::process::id();
+    let q = migrate::page_nodes(me, &addrs, 16)
+        .expect("query")
+        .expect_alive("self");
+    assert_eq!(q.batches, 3);
+    assert!(
+        q.status.iter().all(|s| s.node().is_some()),
+        "{:?}",
+        q.status
+    );
+    let r = migrate::move_pages(
+        me,
+        &addrs,
+        0,
+        MoveOptions {
+            batch: 7,
+            move_all: false,
+        },
+    )
+    .expect("move")
+    .expect_alive("self");
+    assert_eq!(r.batches, 6);
+    assert_eq!(r.status.len(), 40);
+    assert_eq!(r.on_node(0), 40, "{:?}", r.status);
+    assert_eq!(r.failed(), 0);
+    let per_page = migrate::move_pages_to(me, &addrs[..3], &[0, 0, 0], MoveOptions::default())
+        .expect("move")
+        .expect_alive("self");
+    assert_eq!(per_page.status, vec![PageStatus::Node(0); 3]);
+    assert!(migrate::move_pages_to(me, &addrs[..3], &[0], MoveOptions::default()).is_err());
+    // get_mempolicy agrees.
+    assert_eq!(mempolicy::node_of_address(addrs[0]).expect("node"), 0);
+    drop(buf);
+}
+
+#[test]
+fn move_pages_errors() {
+    let (buf, addrs) = touched_pages(4);
+    let me = std::process::id();
+    // A node that is not online: typed error naming it.
+    let nodes = sysfs::memory_nodes(root()).expect("nodes");
+    let bad = (0..64)
+        .find(|n| !nodes.contains(*n))
+        .expect("an offline node number");
+    let e = migrate::move_pages(me, &addrs, bad, MoveOptions::default()).unwrap_err();
+    assert!(matches!(e, SysError::BadNode { .. }), "{e}");
+    assert!(e.to_string().contains(&bad.to_string()));
+    let e = migrate::move_pages(me, &addrs, 1 << 20, MoveOptions::default()).unwrap_err();
+    assert!(matches!(e, SysError::BadNode { .. }), "{e}");
+    // A process that does not exist: gone.
+    assert!(
+        migrate::move_pages(NO_SUCH_PID, &addrs, 0, MoveOptions::default())
+            .expect("ok")
+            .is_gone()
+    );
+    assert!(
+        migrate::page_nodes(NO_SUCH_PID, &addrs, 8)
+            .expect("ok")
+            .is_gone()
+    );
+    // Unmapped and untouched pages: per-page statuses, not errors.
+    let unmapped = [8usize << 40];
+    let r = migrate::page_nodes(me, &unmapped, 8)
+        .expect("query")
+        .expect_alive("self");
+    assert!(
+        matches!(r.status[0], PageStatus::Fault | PageStatus::NotPresent),
+        "{:?}",
+        r.status
+    );
+    let fresh: Vec<u8> = Vec::with_capacity(64 << 10);
+    let fresh_page = (fresh.as_ptr() as usize).div_ceil(4096) * 4096 + 16 * 4096;
+    let r = migrate::page_nodes(me, &[fresh_page], 8)
+        .expect("query")
+        .expect_alive("self");
+    assert!(r.status[0].node().is_none() || r.status[0] == PageStatus::Node(0));
+    drop((buf, fresh));
+}
+
+#[test]
+fn migrate_pages_of_self_and_errors() {
+    let me = std::process::id();
+    let zero = CpuSet::single(0);
+    // Node 0 to node 0: nothing to move, nothing fails.
+    assert_eq!(
+        migrate::migrate_pages(me, &zero, &zero).expect("ok"),
+        Live::Alive(0)
+    );
+    assert!(
+        migrate::migrate_pages(NO_SUCH_PID, &zero, &zero)
+            .expect("ok")
+            .is_gone()
+    );
+    assert!(matches!(
+        migrate::migrate_pages(me, &CpuSet::new(), &zero),
+        Err(SysError::InvalidArgument { .. })
+    ));
+    // Node numbers beyond the kernel's maximum, and a node that is not online.
+    let e = migrate::migrate_pages(me, &zero, &CpuSet::single(1 << 20)).unwrap_err();
+    assert!(matches!(e, SysError::BadNode { .. }), "{e}");
+    let nodes = sysfs::memory_nodes(root()).expect("nodes");
+    let bad = (0..64)
+        .find(|n| !nodes.contains(*n))
+        .expect("an offline node number");
+    let e = migrate::migrate_pages(me, &zero, &CpuSet::single(bad)).unwrap_err();
+    assert!(matches!(e, SysError::BadNode { .. }), "{e}");
+    assert!(e.to_string().contains(&format!("0 -> {bad}")), "{e}");
+}
+
+#[test]
+fn own_memory_policy() {
+    let p = on_own_thread(mempolicy::thread_policy).expect("policy");
+    assert_eq!(p.mode, PolicyMode::Default);
+    assert!(p.is_default());
+    let mems = mempolicy::mems_allowed().expect("mems");
+    assert_eq!(mems, sysfs::memory_nodes(root()).expect("nodes"));
+    let x = 5u64;
+    let pol = mempolicy::policy_at(&x as *const u64 as usize).expect("policy at");
+    assert!(pol.is_default(), "{pol}");
+}
+
+#[test]
+fn live_scan_finds_this_process_and_measures_a_busy_thread() {
+    let me = std::process::id();
+    let opts = ScanOptions {
+        threads: true,
+        cpuset: true,
+        sched: true,
+        numa_maps: NumaMapsSelect::Pids([me].into()),
+        only: Some(vec![me]),
+        ..ScanOptions::default()
+    };
+    let h = topo::read_host_detailed(root()).expect("host topology");
+    let map = CpuNodeMap::from_host(&h);
+    let mut s = Scanner::new();
+    let (tx, rx) = mpsc::channel::<u32>();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let spinner = std::thread::spawn(move || {
+        tx.send(current_tid()).expect("send");
+        let mut x = 0u64;
+        while stop_rx.try_recv().is_err() {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            std::hint::black_box(x);
+        }
+    });
+    let tid = rx.recv().expect("tid");
+    let a = s.scan(root(), &opts).expect("scan a");
+    std::thread::sleep(Duration::from_millis(500));
+    let b = s.scan(root(), &opts).expect("scan b");
+    stop_tx.send(()).expect("stop");
+    spinner.join().expect("join");
+
+    assert_eq!(a.processes.len(), 1, "{:?}", a.errors);
+    let p = &b.processes[0];
+    assert!(p.threads.iter().any(|t| t.tid == tid));
+    let numa = p.numa.as_ref().expect("numa_maps of self");
+    assert!(numa.private_node_bytes.iter().sum::<u64>() > 0);
+    assert!(p.cgroup.is_some());
+    let r = rates(&a, &b, clock_ticks_per_second(), &map);
+    let pr = &r.processes[0];
+    let spin = pr
+        .threads
+        .iter()
+        .find(|t| t.tid == tid)
+        .expect("spinner rate");
+    // A busy loop: most of one CPU (ticks are 10 ms, allow slack on a loaded machine).
+    assert!(spin.cpu > 0.2, "spinner used {} CPUs", spin.cpu);
+    assert!(pr.node_runtime_s.iter().sum::<f64>() > 0.0);
+    assert_eq!(pr.node_runtime_s.len(), h.topology.nr_nodes());
+}

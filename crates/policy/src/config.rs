@@ -1,0 +1,363 @@
+//! Policy parameters with their defaults. `docs/PLACEMENT.md` gives the rationale of each:
+//! which are facts (numad's defaults, the kernel's) and which are homenode's choices.
+//!
+//! Both structs deserialise with every field optional (missing = default) and unknown keys
+//! refused, so a TOML section such as `[placement.homenode]` can set only what it changes.
+
+use serde::{Deserialize, Serialize};
+
+/// A parameter out of its range.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("placement parameter `{key}` = {value}: {reason}")]
+pub struct ConfigError {
+    pub key: &'static str,
+    pub value: String,
+    pub reason: &'static str,
+}
+
+fn check(
+    ok: bool,
+    key: &'static str,
+    value: impl ToString,
+    reason: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            key,
+            value: value.to_string(),
+            reason,
+        })
+    }
+}
+
+fn finite_nonneg(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+/// Parameters of the homenode policy ([`crate::HomenodePolicy`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HomenodeConfig {
+    /// A process is significant (gets a home) only if it used at least this many CPUs over the
+    /// last interval ...
+    pub min_cpu: f64,
+    /// ... and has at least this much resident memory, MiB.
+    pub min_rss_mib: u64,
+    /// A thread using at least this many CPUs counts as one busy thread, needing a CPU of its
+    /// own; the CPU use of the other threads is summed and rounded up. The result is the
+    /// process's *width*, the CPUs it needs at once.
+    pub busy_thread_cpu: f64,
+    /// A process whose width is at most this fraction of a node's CPUs is *light* and is always
+    /// packed onto one node, even a crowded one (DESIGN.md §1.5).
+    pub pack_fraction: f64,
+    /// Memory kept free on every node when deciding whether a process fits there and when
+    /// moving memory there, MiB.
+    pub headroom_mib: u64,
+    /// Nodes are imbalanced when the busiest node's load (CPUs of work per CPU) times 100
+    /// exceeds `imbalance_pct` times another node's load.
+    pub imbalance_pct: u32,
+    /// No rebalancing while the busiest node's load is at or below this (light load: packed
+    /// processes stay packed, DESIGN.md §1.5).
+    pub consolidate_below: f64,
+    /// An imbalance must be seen in this many consecutive decisions before a process moves.
+    pub imbalance_intervals: u32,
+    /// A process that got a home or moved is not moved again for this long, seconds.
+    pub min_dwell_s: f64,
+    /// At most this many rebalancing moves (new home for a process that has one) per decision.
+    pub max_moves_per_interval: u32,
+    /// At most this many processes without a (valid) home get one per decision.
+    pub max_new_homes_per_interval: u32,
+    /// Cost unit of a rebalancing move, MiB: a move's score is the load it takes off the
+    /// imbalance divided by (1 + bytes it would have to migrate / this).
+    pub move_cost_mib: u64,
+    /// Memory migration budget, MiB per second of interval.
+    pub move_rate_mib_s: u64,
+    /// Largest single memory move, MiB.
+    pub batch_mib: u64,
+    /// Remote memory below this on a node is left where it is, MiB.
+    pub min_move_mib: u64,
+    /// If a requested move did not take (the node's share fell by less than half of what was
+    /// asked), that node's memory of that process is left alone for this long, seconds.
+    pub move_retry_s: f64,
+    /// A homed process below `min_cpu` for this long loses its home, seconds.
+    pub release_after_s: f64,
+}
+
+impl Default for HomenodeConfig {
+    fn default() -> Self {
+        HomenodeConfig {
+            min_cpu: 0.5,
+            min_rss_mib: 64,
+            busy_thread_cpu: 0.5,
+            pack_fraction: 0.5,
+            headroom_mib: 128,
+            imbalance_pct: 125,
+            consolidate_below: 0.25,
+            imbalance_intervals: 3,
+            min_dwell_s: 60.0,
+            max_moves_per_interval: 1,
+            max_new_homes_per_interval: 8,
+            move_cost_mib: 1024,
+            move_rate_mib_s: 256,
+            batch_mib: 32,
+            min_move_mib: 4,
+            move_retry_s: 300.0,
+            release_after_s: 120.0,
+        }
+    }
+}
+
+impl HomenodeConfig {
+    /// Checks every parameter's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            finite_nonneg(self.min_cpu),
+            "min_cpu",
+            self.min_cpu,
+            "must be a number >= 0",
+        )?;
+        check(
+            self.busy_thread_cpu.is_finite()
+                && self.busy_thread_cpu > 0.0
+                && self.busy_thread_cpu <= 1.0,
+            "busy_thread_cpu",
+            self.busy_thread_cpu,
+            "must be in (0, 1]",
+        )?;
+        check(
+            self.pack_fraction.is_finite() && self.pack_fraction > 0.0 && self.pack_fraction <= 1.0,
+            "pack_fraction",
+            self.pack_fraction,
+            "must be in (0, 1]",
+        )?;
+        check(
+            (100..=1000).contains(&self.imbalance_pct),
+            "imbalance_pct",
+            self.imbalance_pct,
+            "must be in 100..=1000",
+        )?;
+        check(
+            finite_nonneg(self.consolidate_below) && self.consolidate_below <= 1.0,
+            "consolidate_below",
+            self.consolidate_below,
+            "must be in [0, 1]",
+        )?;
+        check(
+            self.imbalance_intervals >= 1,
+            "imbalance_intervals",
+            self.imbalance_intervals,
+            "must be at least 1",
+        )?;
+        for (key, v) in [
+            ("min_dwell_s", self.min_dwell_s),
+            ("move_retry_s", self.move_retry_s),
+            ("release_after_s", self.release_after_s),
+        ] {
+            check(finite_nonneg(v), key, v, "must be a number of seconds >= 0")?;
+        }
+        check(
+            self.batch_mib >= 1,
+            "batch_mib",
+            self.batch_mib,
+            "must be at least 1",
+        )?;
+        check(
+            self.move_cost_mib >= 1,
+            "move_cost_mib",
+            self.move_cost_mib,
+            "must be at least 1",
+        )?;
+        for (key, v) in [
+            ("min_rss_mib", self.min_rss_mib),
+            ("headroom_mib", self.headroom_mib),
+            ("move_rate_mib_s", self.move_rate_mib_s),
+            ("min_move_mib", self.min_move_mib),
+        ] {
+            check(v <= 1 << 30, key, v, "is out of range (at most 2^30 MiB)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of the numad model ([`crate::NumadPolicy`]). Defaults are numad's own
+/// (numad.c, version 20150602); see `docs/PLACEMENT.md`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NumadConfig {
+    /// Seconds to the next evaluation after one that bound a process (numad `MIN_INTERVAL`).
+    pub min_interval_s: f64,
+    /// Seconds to the next evaluation after one that bound nothing (numad `MAX_INTERVAL`).
+    pub max_interval_s: f64,
+    /// A process is managed only if its CPU use is above this, CPUs (numad `CPU_THRESHOLD`,
+    /// 50% of a CPU) ...
+    pub min_cpu: f64,
+    /// ... and its resident memory above this, MiB (numad `MEMORY_THRESHOLD`).
+    pub min_rss_mib: u64,
+    /// Resources requested for a process = its use x 100 / this (numad `-u`, default 85).
+    pub target_utilization_pct: u32,
+    /// A bound process whose memory is at least this local is left where it is (numad `-m`).
+    pub target_memlocality_pct: u32,
+    /// An SMT sibling beyond the first CPU of a core counts as this percent of a CPU (numad `-t`).
+    pub htt_percent: u32,
+    /// A bound process is not re-evaluated for this long, seconds (numad
+    /// `MIN_DELAY_FOR_REEVALUATION`).
+    pub reeval_delay_s: f64,
+    /// Samples of CPU use kept per process; the largest one counts (numad `RING_BUF_SIZE`).
+    pub cpu_samples: u32,
+    /// Memory left free on a node when a process is fitted there, MiB (numad `MBS_MARGIN`).
+    pub mem_margin_mib: u64,
+}
+
+impl Default for NumadConfig {
+    fn default() -> Self {
+        NumadConfig {
+            min_interval_s: 5.0,
+            max_interval_s: 15.0,
+            min_cpu: 0.5,
+            min_rss_mib: 300,
+            target_utilization_pct: 85,
+            target_memlocality_pct: 90,
+            htt_percent: 20,
+            reeval_delay_s: 300.0,
+            cpu_samples: 8,
+            mem_margin_mib: 100,
+        }
+    }
+}
+
+impl NumadConfig {
+    /// Checks every parameter's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            self.min_interval_s.is_finite() && self.min_interval_s > 0.0,
+            "min_interval_s",
+            self.min_interval_s,
+            "must be a number of seconds > 0",
+        )?;
+        check(
+            self.max_interval_s.is_finite() && self.max_interval_s >= self.min_interval_s,
+            "max_interval_s",
+            self.max_interval_s,
+            "must be a number of seconds >= min_interval_s",
+        )?;
+        check(
+            finite_nonneg(self.min_cpu),
+            "min_cpu",
+            self.min_cpu,
+            "must be a number >= 0",
+        )?;
+        check(
+            (1..=1000).contains(&self.target_utilization_pct),
+            "target_utilization_pct",
+            self.target_utilization_pct,
+            "must be in 1..=1000",
+        )?;
+        check(
+            self.target_memlocality_pct <= 100,
+            "target_memlocality_pct",
+            self.target_memlocality_pct,
+            "must be in 0..=100",
+        )?;
+        check(
+            self.htt_percent <= 100,
+            "htt_percent",
+            self.htt_percent,
+            "must be in 0..=100",
+        )?;
+        check(
+            finite_nonneg(self.reeval_delay_s),
+            "reeval_delay_s",
+            self.reeval_delay_s,
+            "must be a number of seconds >= 0",
+        )?;
+        check(
+            (1..=1024).contains(&self.cpu_samples),
+            "cpu_samples",
+            self.cpu_samples,
+            "must be in 1..=1024",
+        )?;
+        for (key, v) in [
+            ("min_rss_mib", self.min_rss_mib),
+            ("mem_margin_mib", self.mem_margin_mib),
+        ] {
+            check(v <= 1 << 30, key, v, "is out of range (at most 2^30 MiB)")?;
+        }
+        Ok(())
+    }
+}
+
+/// The placement section of a configuration file: one table per policy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlacementConfig {
+    pub homenode: HomenodeConfig,
+    pub numad: NumadConfig,
+}
+
+impl PlacementConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.homenode.validate()?;
+        self.numad.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(HomenodeConfig::default().validate(), Ok(()));
+        assert_eq!(NumadConfig::default().validate(), Ok(()));
+        assert_eq!(PlacementConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let c = HomenodeConfig {
+            pack_fraction: 0.0,
+            ..Default::default()
+        };
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.key, "pack_fraction");
+        assert_eq!(
+            e.to_string(),
+            "placement parameter `pack_fraction` = 0: must be in (0, 1]"
+        );
+        let c = HomenodeConfig {
+            min_dwell_s: f64::NAN,
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().key, "min_dwell_s");
+        let c = HomenodeConfig {
+            batch_mib: 0,
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().key, "batch_mib");
+        let n = NumadConfig {
+            max_interval_s: 1.0,
+            ..Default::default()
+        };
+        assert_eq!(n.validate().unwrap_err().key, "max_interval_s");
+        let n = NumadConfig {
+            target_utilization_pct: 0,
+            ..Default::default()
+        };
+        assert_eq!(n.validate().unwrap_err().key, "target_utilization_pct");
+    }
+
+    #[test]
+    fn partial_tables_and_unknown_keys() {
+        let c: PlacementConfig =
+            serde_json::from_str(r#"{"homenode": {"max_moves_per_interval": 2}}"#).expect("json");
+        assert_eq!(c.homenode.max_moves_per_interval, 2);
+        assert_eq!(c.homenode.min_dwell_s, 60.0);
+        assert_eq!(c.numad, NumadConfig::default());
+        let e = serde_json::from_str::<PlacementConfig>(r#"{"numad": {"interval_s": 10}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `interval_s`"), "{e}");
+    }
+}

@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod bench_cmd;
+mod run_cmd;
 mod sim_cmd;
 
 use anyhow::Result;
@@ -38,6 +39,23 @@ enum Cmd {
     Schedulers,
     /// Benchmark this host: numa_test with per-node time, compared with a simulation.
     Bench(bench_cmd::BenchArgs),
+    /// The placement daemon: give busy processes a home node on this host (root).
+    Run(run_cmd::RunArgs),
+    /// Ask the running daemon for its placement table.
+    Status(run_cmd::StatusArgs),
+    /// This host's NUMA topology as the daemon sees it.
+    Topo(run_cmd::TopoArgs),
+}
+
+/// Logs to stderr; `RUST_LOG` (e.g. `homenode=debug`) overrides the default `info`.
+pub(crate) fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 fn emit(s: &str) -> std::io::Result<()> {
@@ -54,6 +72,9 @@ fn main() {
     let r: Result<()> = match cli.cmd {
         Cmd::Sim(a) => sim_cmd::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
+        Cmd::Run(a) => run_cmd::run(a),
+        Cmd::Status(a) => run_cmd::status(a),
+        Cmd::Topo(a) => run_cmd::topo(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
         Cmd::Schedulers => (|| -> Result<()> {
             for (n, d) in sim::sched::SCHEDULERS {

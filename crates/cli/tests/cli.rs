@@ -4,5 +4,7 @@
 mod bench;
 #[path = "cli/common.rs"]
 mod common;
+#[path = "cli/run.rs"]
+mod run;
 #[path = "cli/sim.rs"]
 mod sim;

@@ -12,6 +12,7 @@
 //! | [`mempolicy`] | NUMA memory policies: parsed from `numa_maps`, read for this process with `get_mempolicy` |
 //! | [`journal`] | the undo journal: original affinities keyed by (PID, start time), written atomically, restored |
 //! | [`exclude`] | which processes to leave alone, and why |
+//! | [`daemon`] | the daemon loop (`homenode run`): sampling, snapshot, policy, actions, journal, status socket, metrics |
 //! | `sys` (private) | the raw syscalls no safe crate offers; the only module with `unsafe` |
 //!
 //! # Conventions
@@ -36,6 +37,7 @@
 //!   [`rates::CpuNodeMap::from_host`]).
 
 pub mod affinity;
+pub mod daemon;
 pub mod error;
 pub mod exclude;
 pub mod journal;

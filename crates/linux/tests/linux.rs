@@ -5,6 +5,8 @@
 
 #[path = "linux/common.rs"]
 mod common;
+#[path = "linux/daemon.rs"]
+mod daemon;
 #[path = "linux/exclude.rs"]
 mod exclude;
 #[path = "linux/journal.rs"]

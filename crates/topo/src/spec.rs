@@ -19,6 +19,9 @@ use crate::{Cpu, CpuModel, MemoryModel, Node, Topology, presets};
 mod diagnose;
 mod synthetic;
 
+/// Turns a `toml` error in `text` (read from `origin`) into a one-line error naming the file,
+/// line, column and the dotted key at fault; other TOML configuration files reuse it.
+pub use diagnose::toml_error;
 pub use synthetic::{SYNTHETIC_BASE, SYNTHETIC_KEYS, parse_synthetic, synthetic_spec};
 
 /// Largest machine accepted: spans and groups are kept per CPU, so memory grows with the square

@@ -1,9 +1,41 @@
 //! Helpers shared by the `homenode` binary's tests.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::{RwLock, RwLockWriteGuard};
+
+/// Tests of this binary run in parallel; the live daemon tests measure the host's idle CPUs
+/// and so need the others to pause. Every `homenode(...)` run holds this lock shared; a live
+/// test holds it exclusively ([`quiet`]).
+static LOAD: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    static EXCLUSIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Held by a live test: no other `homenode` run of this test binary starts meanwhile.
+pub struct Quiet(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Drop for Quiet {
+    fn drop(&mut self) {
+        EXCLUSIVE.with(|e| e.set(false));
+    }
+}
+
+/// Waits for the other tests' `homenode` runs to end and keeps new ones from starting.
+pub fn quiet() -> Quiet {
+    let g = LOAD.write().unwrap_or_else(|p| p.into_inner());
+    EXCLUSIVE.with(|e| e.set(true));
+    Quiet(g)
+}
 
 pub fn homenode(args: &[&str]) -> Output {
+    let _shared = if EXCLUSIVE.with(Cell::get) {
+        None
+    } else {
+        Some(LOAD.read().unwrap_or_else(|p| p.into_inner()))
+    };
     Command::new(env!("CARGO_BIN_EXE_homenode"))
         .args(args)
         .env_remove("RUST_BACKTRACE")

@@ -9,6 +9,7 @@
 //! | [`numa_maps`] | `PID/numa_maps` | **costly**: the kernel walks every page table of the process (milliseconds for a process of many GB); read only for candidates | kernels without `CONFIG_NUMA` |
 //! | [`maps`] | `PID/maps` | moderate: one line per mapping, no page walk | never |
 //! | [`sched`] | `PID/sched` | moderate (about 40 lines) | kernels without `CONFIG_SCHED_DEBUG`; the NUMA lines without `CONFIG_NUMA_BALANCING` |
+//! | [`cpustat`] | `stat` (machine-wide) | cheap: one line per CPU | never |
 //! | [`vmstat`] | `vmstat` | cheap, machine-wide | the `numa_*` lines without `CONFIG_NUMA`, the hint-fault lines without `CONFIG_NUMA_BALANCING` |
 //! | [`list_pids`] / [`ProcDir::tids`] | `ROOT/proc/`, `PID/task/` | one `getdents` per 100 or so entries | never |
 //!
@@ -22,6 +23,7 @@
 //! the new process's files.
 
 pub mod cgroup;
+pub mod cpustat;
 pub mod maps;
 pub mod numa_maps;
 pub mod sched;

@@ -8,7 +8,7 @@
 
 use crate::error::{TopoError, one_line};
 
-pub(super) fn toml_error(text: &str, origin: &str, e: &toml::de::Error) -> TopoError {
+pub fn toml_error(text: &str, origin: &str, e: &toml::de::Error) -> TopoError {
     let message = one_line(e.message());
     let mut start = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
     while !text.is_char_boundary(start) {

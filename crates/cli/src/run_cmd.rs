@@ -1,0 +1,336 @@
+//! `homenode run`, `homenode status`, `homenode topo`: the live daemon and its companions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use linux::daemon::{self, DaemonConfig, config::DEFAULT_CONFIG, config::DEFAULT_METRICS};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Configuration file (TOML). Default /etc/homenode.toml, used if it exists.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Log every decision with its reason; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Seconds between decisions.
+    #[arg(long)]
+    interval: Option<f64>,
+    /// Placement policy: homenode, numad or none.
+    #[arg(long)]
+    policy: Option<String>,
+    /// Undo journal (originals of every changed affinity).
+    #[arg(long)]
+    journal: Option<PathBuf>,
+    /// Unix socket for `homenode status` (mode 0600, in a 0700 directory).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Serve Prometheus metrics at this address (default 127.0.0.1:9750 when given alone).
+    #[arg(long, num_args = 0..=1, default_missing_value = DEFAULT_METRICS)]
+    metrics: Option<String>,
+    /// Allow a metrics address that is not loopback.
+    #[arg(long)]
+    metrics_allow_remote: bool,
+    /// Split a one-node host's CPUs into N pseudo-nodes (memory actions are skipped).
+    #[arg(long, value_name = "N")]
+    fake_numa: Option<usize>,
+    /// What to do with a journal left by a crash: adopt or restore.
+    #[arg(long, value_name = "adopt|restore")]
+    on_start: Option<String>,
+    /// Read /proc and /sys under this root (tests and captured trees).
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Any configuration key, dotted (placement.homenode.min_rss_mib=16); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Only restore what the journal holds, then exit.
+    #[arg(long)]
+    restore: bool,
+    /// Stop after this many intervals (restoring, as on SIGTERM).
+    #[arg(long, value_name = "N")]
+    intervals: Option<u64>,
+    /// At exit, print the daemon's CPU time per interval (median, max) to stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Print the effective configuration as TOML and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// The daemon's socket.
+    #[arg(long, default_value = "/run/homenode/homenode.sock")]
+    socket: PathBuf,
+    /// Print the JSON report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct TopoArgs {
+    /// Read /sys under this root.
+    #[arg(long, default_value = "/")]
+    root: PathBuf,
+    /// Split a one-node host into N pseudo-nodes, as `run --fake-numa N` does.
+    #[arg(long, value_name = "N")]
+    fake_numa: Option<usize>,
+}
+
+fn config(a: &RunArgs) -> Result<DaemonConfig> {
+    let (path, required) = match &a.config {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(DEFAULT_CONFIG), false),
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => String::new(),
+        Err(e) => return Err(anyhow!("{}: cannot read: {e}", path.display())),
+    };
+    let mut sets: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| sets.push((k.to_string(), v));
+    let quote = |s: &str| format!("{:?}", s);
+    if a.dry_run {
+        put("dry_run", "true".into());
+    }
+    if let Some(i) = a.interval {
+        put("interval_s", format!("{i:?}"));
+    }
+    if let Some(p) = &a.policy {
+        put("policy", quote(p));
+    }
+    if let Some(p) = &a.journal {
+        put("journal", quote(&p.to_string_lossy()));
+    }
+    if let Some(p) = &a.socket {
+        put("socket", quote(&p.to_string_lossy()));
+    }
+    if let Some(m) = &a.metrics {
+        put("metrics", quote(m));
+    }
+    if a.metrics_allow_remote {
+        put("metrics_allow_remote", "true".into());
+    }
+    if let Some(n) = a.fake_numa {
+        put("fake_numa", n.to_string());
+    }
+    if let Some(s) = &a.on_start {
+        put("on_start", quote(s));
+    }
+    if let Some(r) = &a.root {
+        put("root", quote(&r.to_string_lossy()));
+    }
+    for s in &a.set {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--set {s}: expected KEY=VALUE"))?;
+        sets.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let origin = path.display().to_string();
+    Ok(DaemonConfig::with_overrides(&text, &origin, &sets)?)
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    crate::init_logging();
+    let cfg = config(&a)?;
+    if a.print_config {
+        out!(
+            "{}",
+            toml::to_string(&cfg).context("printing the configuration")?
+        );
+        return Ok(());
+    }
+    if a.restore {
+        let r = daemon::restore_only(&cfg.journal, &cfg.root)?;
+        eprintln!(
+            "homenode: restored {} threads of {} processes ({} gone, {} left as they are)",
+            r.threads_restored(),
+            r.outcomes.len(),
+            r.count(|o| matches!(o, linux::journal::RestoreOutcome::Gone)),
+            r.count(|o| matches!(o, linux::journal::RestoreOutcome::Failed { .. })),
+        );
+        return Ok(());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone())
+            .with_context(|| format!("installing the handler of signal {sig}"))?;
+    }
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .context("installing the SIGHUP handler")?;
+    let summary = daemon::run(cfg, &stop, a.intervals)?;
+    if hup.load(Ordering::Relaxed) {
+        tracing::warn!("SIGHUP was ignored: the configuration is read at start only");
+    }
+    let r = &summary.restore;
+    tracing::info!(
+        "stopped after {} intervals; restored {} threads of {} processes",
+        summary.intervals,
+        r.threads_restored(),
+        r.outcomes.len()
+    );
+    if a.stats {
+        let mut v = summary.cpu_per_interval_s.clone();
+        v.sort_by(f64::total_cmp);
+        if let (Some(&max), false) = (v.last(), v.is_empty()) {
+            let med = v[v.len() / 2];
+            eprintln!(
+                "daemon CPU per interval: median {:.3} ms, max {:.3} ms over {} intervals",
+                med * 1e3,
+                max * 1e3,
+                v.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn pct_list(v: &[f64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.iter()
+        .map(|p| format!("{p:.0}"))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+pub fn status(a: StatusArgs) -> Result<()> {
+    let r = daemon::status::query(&a.socket)?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    outln!(
+        "homenode {}: policy {}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU",
+        r.version,
+        r.policy,
+        if r.dry_run { " (dry run)" } else { "" },
+        r.fake_numa
+            .map(|n| format!(", fake NUMA {n}"))
+            .unwrap_or_default(),
+        r.intervals,
+        r.interval_s,
+        r.processes_seen,
+        r.candidates,
+        r.last_cpu_ms
+    );
+    let mut nodes = comfy_table::Table::new();
+    nodes.load_preset(comfy_table::presets::NOTHING);
+    nodes.set_header(["node", "cpus", "busy CPUs", "free MiB", "homed"]);
+    for n in &r.nodes {
+        nodes.add_row([
+            n.node.to_string(),
+            n.cpus.clone(),
+            format!("{:.1}", n.busy_cpus),
+            (n.free_bytes >> 20).to_string(),
+            n.homed.to_string(),
+        ]);
+    }
+    outln!("{nodes}");
+    outln!("");
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header([
+        "pid",
+        "command",
+        "cpus",
+        "home",
+        "time % by node",
+        "memory % by node",
+        "last action",
+    ]);
+    for p in &r.processes {
+        let home = if p.home.is_empty() {
+            "-".to_string()
+        } else {
+            p.home
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let last = match (&p.left_alone, &p.last_action) {
+            (Some(why), _) => format!("left alone: {why}"),
+            (None, Some(a)) => format!("{a} [{}]", p.last_outcome.clone().unwrap_or_default()),
+            (None, None) => String::new(),
+        };
+        t.add_row([
+            p.pid.to_string(),
+            p.comm.clone(),
+            format!("{:.2}", p.cpu_use),
+            home,
+            pct_list(&p.time_pct),
+            pct_list(&p.memory_pct),
+            last,
+        ]);
+    }
+    outln!("{t}");
+    let c = &r.counters;
+    let actions: Vec<String> = c.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let skipped: Vec<String> = c.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    outln!(
+        "\nactions: {}\npages moved: {} ({} MiB), failed {}\nleft alone: {}",
+        if actions.is_empty() {
+            "none".into()
+        } else {
+            actions.join(", ")
+        },
+        c.pages_moved,
+        c.bytes_moved >> 20,
+        c.pages_failed,
+        if skipped.is_empty() {
+            "none".into()
+        } else {
+            skipped.join(", ")
+        }
+    );
+    Ok(())
+}
+
+pub fn topo(a: TopoArgs) -> Result<()> {
+    let host = daemon::Host::read(&a.root, a.fake_numa)?;
+    let h = &host.host;
+    let t = &h.topology;
+    outln!(
+        "host: {} nodes, {} CPUs{}",
+        t.nr_nodes(),
+        t.nr_cpus(),
+        if host.fake {
+            " (fake NUMA: pseudo-nodes of one real node)"
+        } else {
+            ""
+        }
+    );
+    for n in &t.nodes {
+        outln!(
+            "node {} (kernel node {}): CPUs {} (kernel {}), memory {} MiB",
+            n.id,
+            h.os_node[n.id],
+            n.cpus,
+            host.kernel_cpus(&n.cpus),
+            n.mem_bytes >> 20
+        );
+    }
+    outln!("distances:");
+    for row in &t.distance {
+        outln!(
+            "  {}",
+            row.iter()
+                .map(|d| format!("{d:3}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    for w in &h.warnings {
+        outln!("note: {w}");
+    }
+    if t.nr_nodes() == 1 && !host.fake {
+        outln!("one node: homenode has nothing to place here (try --fake-numa 2 to exercise it)");
+    }
+    Ok(())
+}

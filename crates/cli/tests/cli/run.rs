@@ -1,0 +1,318 @@
+//! `homenode run` live on this host with `--fake-numa 2`, plus `status`, `topo` and the
+//! configuration errors. The daemon is confined with an include list to the processes each
+//! test starts, so it never touches anything else on the machine.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{fails_with, ok, quiet};
+
+/// Kills the children on drop, whatever happens in the test.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn busy(pin: Option<&str>) -> Child {
+    let mut c = match pin {
+        // Pinned and idle: a busy pinned process would take a CPU from the workers, and then
+        // both workers on the other node would be as good a placement as one on each.
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus, "sleep", "600"]);
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.args(["-c", "while :; do :; done"]);
+            c
+        }
+    };
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn a busy loop")
+}
+
+fn mask(pid: u32) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim()
+        .to_string()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("run")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    std::fs::write(d.join("empty.toml"), "").expect("config");
+    d
+}
+
+/// Two CPUs at least, and allowed to set other processes' affinity (they are our children,
+/// so any user may).
+fn can_run() -> bool {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        eprintln!("skipped: needs 2 CPUs for --fake-numa 2");
+        return false;
+    }
+    Command::new("taskset").arg("-V").output().is_ok()
+}
+
+fn daemon(dir: &Path, pids: &[u32], extra: &[&str]) -> Child {
+    let include = format!(
+        "rules.include.pids=[{}]",
+        pids.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut args: Vec<String> = [
+        "run",
+        "--fake-numa",
+        "2",
+        "--interval",
+        "0.3",
+        "--set",
+        "placement.homenode.min_rss_mib=0",
+        "--set",
+        "placement.homenode.min_cpu=0.1",
+        "--set",
+        // Every included process is looked at closely, idle or not.
+        "scan.candidate_min_cpu=0",
+        "--set",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    args.push(include);
+    for (flag, file) in [
+        ("--config", "empty.toml"),
+        ("--journal", "journal.json"),
+        ("--socket", "s/homenode.sock"),
+    ] {
+        args.push(flag.into());
+        args.push(dir.join(file).to_string_lossy().into_owned());
+    }
+    args.extend(extra.iter().map(ToString::to_string));
+    Command::new(env!("CARGO_BIN_EXE_homenode"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the daemon")
+}
+
+fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn sigterm(c: &Child) {
+    let st = Command::new("kill")
+        .args(["-TERM", &c.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+}
+
+trait WaitRef {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String);
+}
+
+impl WaitRef for Child {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String) {
+        use std::io::Read as _;
+        let mut s = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            let _ = e.read_to_string(&mut s);
+        }
+        (self.wait().expect("wait"), s)
+    }
+}
+
+#[test]
+fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
+    if !can_run() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("live");
+    let procs = Procs(vec![busy(None), busy(None), busy(Some("0"))]);
+    let (a, b, pinned) = (procs.0[0].id(), procs.0[1].id(), procs.0[2].id());
+    // taskset sets the mask, then execs the loop.
+    wait_for("taskset to pin", 10, || mask(pinned) == "0");
+    let before = [mask(a), mask(b), mask(pinned)];
+    let d = daemon(&dir, &[a, b, pinned], &[]);
+    let d = Procs(vec![d]);
+    wait_for("both workers homed", 30, || {
+        mask(a) != before[0] && mask(b) != before[1]
+    });
+    let (ma, mb) = (mask(a), mask(b));
+    assert_ne!(ma, mb, "workers share CPUs {ma}");
+    assert!(["0", "1"].contains(&ma.as_str()) && ["0", "1"].contains(&mb.as_str()));
+    assert_eq!(mask(pinned), "0", "the pinned process was changed");
+    // The status socket: the table shows the homes and why the pinned one is left alone.
+    let sock = dir.join("s/homenode.sock");
+    let mut json = String::new();
+    wait_for("the pinned process in the status table", 10, || {
+        json = ok(&["status", "--json", "--socket", &sock.to_string_lossy()]);
+        json.contains("pinned by someone else")
+    });
+    let r: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let homed = r["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter(|p| !p["home"].as_array().expect("home").is_empty())
+        .count();
+    assert_eq!(homed, 2, "{json}");
+    let table = ok(&["status", "--socket", &sock.to_string_lossy()]);
+    assert!(table.contains("memory % by node"), "{table}");
+    // SIGTERM: every changed mask goes back.
+    let mut d = d;
+    sigterm(&d.0[0]);
+    let (st, err) = d.0[0].wait_with_output_ref();
+    assert!(st.success(), "daemon exit {st:?}: {err}");
+    assert!(err.contains("set home"), "{err}");
+    assert_eq!([mask(a), mask(b), mask(pinned)], before);
+    let j = std::fs::read_to_string(dir.join("journal.json")).expect("journal");
+    assert!(
+        j.contains("\"processes\": []") || j.contains("\"processes\":[]"),
+        "{j}"
+    );
+    assert!(!sock.exists(), "socket left behind");
+    drop(procs);
+}
+
+#[test]
+fn after_a_crash_restore_gives_the_masks_back() {
+    if !can_run() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("crash");
+    let procs = Procs(vec![busy(None)]);
+    let a = procs.0[0].id();
+    let before = mask(a);
+    let mut d = Procs(vec![daemon(&dir, &[a], &[])]);
+    wait_for("the worker homed", 30, || mask(a) != before);
+    // kill -9: no chance to restore.
+    d.0[0].kill().expect("kill -9");
+    let _ = d.0[0].wait();
+    assert_ne!(mask(a), before);
+    let j = dir.join("journal.json").to_string_lossy().into_owned();
+    ok(&[
+        "run",
+        "--restore",
+        "--journal",
+        &j,
+        "--config",
+        &dir.join("empty.toml").to_string_lossy(),
+    ]);
+    assert_eq!(mask(a), before);
+    drop(procs);
+}
+
+#[test]
+fn dry_run_explains_and_changes_nothing() {
+    if !can_run() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("dry");
+    let procs = Procs(vec![busy(None), busy(None)]);
+    let (a, b) = (procs.0[0].id(), procs.0[1].id());
+    let before = [mask(a), mask(b)];
+    let mut d = daemon(&dir, &[a, b], &["--dry-run", "--intervals", "8"]);
+    let (st, err) = d.wait_with_output_ref();
+    assert!(st.success(), "{err}");
+    assert!(err.contains("would pid"), "{err}");
+    assert!(err.contains("set home"), "{err}");
+    assert_eq!([mask(a), mask(b)], before);
+    assert!(!dir.join("journal.json").exists());
+    drop(procs);
+}
+
+#[test]
+fn bad_configuration_is_one_line() {
+    let dir = scratch("config");
+    let cfg = dir.join("bad.toml");
+    std::fs::write(&cfg, "interval_s = 2.0\n[scan]\nspeed = 3\n").expect("write");
+    fails_with(
+        &["run", "--config", &cfg.to_string_lossy()],
+        &["bad.toml:3:", "scan.speed"],
+    );
+    fails_with(
+        &[
+            "run",
+            "--config",
+            &dir.join("empty.toml").to_string_lossy(),
+            "--metrics",
+            "0.0.0.0:9750",
+        ],
+        &["metrics", "loopback"],
+    );
+    fails_with(
+        &[
+            "run",
+            "--config",
+            &dir.join("empty.toml").to_string_lossy(),
+            "--policy",
+            "best",
+        ],
+        &["policy", "homenode"],
+    );
+    fails_with(
+        &[
+            "run",
+            "--config",
+            &dir.join("missing.toml").to_string_lossy(),
+        ],
+        &["missing.toml", "cannot read"],
+    );
+    fails_with(
+        &[
+            "status",
+            "--socket",
+            &dir.join("none.sock").to_string_lossy(),
+        ],
+        &["cannot connect"],
+    );
+}
+
+#[test]
+fn topo_prints_the_host_and_fake_nodes() {
+    let t = ok(&["topo"]);
+    assert!(t.starts_with("host: "), "{t}");
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        let f = ok(&["topo", "--fake-numa", "2"]);
+        assert!(f.contains("fake NUMA") && f.contains("node 1"), "{f}");
+    }
+}
+
+#[test]
+fn shipped_config_file_is_valid() {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dist/homenode.toml");
+    let out = ok(&["run", "--config", p, "--print-config"]);
+    assert!(out.contains("policy = \"homenode\""), "{out}");
+}

@@ -1,0 +1,327 @@
+//! Carrying out a policy's actions on the live host, journal first.
+//!
+//! - **SetHome**: read the process's thread masks ([`journal::capture`]); check that its
+//!   start time is the action's (a reused PID is never touched); record the originals and the
+//!   mask about to be set, store the journal; then set every thread's affinity (new threads
+//!   are caught by re-listing `task/`); read the mask back (the kernel narrows it to the
+//!   cpuset) and store it as the applied mask.
+//! - **ClearHome**: restore that process from the journal (only threads still at homenode's
+//!   mask) and drop its entry.
+//! - **MoveMemory**: find pages of the process's private mappings that are on the source node
+//!   (`move_pages` status queries, at most `max_query_pages` per action, resuming where the
+//!   previous action on that process stopped), then move up to the asked bytes to the
+//!   destination with `move_pages` in batches of `batch_pages`. Skipped under fake NUMA, where
+//!   the pseudo-nodes share one real node.
+//!
+//! In a dry run nothing is called and nothing is written: the outcome is [`Outcome::DryRun`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use topo::{CpuSet, NodeId};
+
+use crate::error::Error;
+use crate::journal::{self, Journal};
+use crate::migrate::{self, MoveOptions};
+use crate::procfs::maps;
+use crate::sample::ProcessKey;
+use crate::{Live, affinity};
+
+use super::config::MemoryConfig;
+use super::host::Host;
+
+/// What happened to one action.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done; what was done.
+    Done(String),
+    /// Dry run: logged only.
+    DryRun,
+    /// Not done, for a reason that is not a failure (exited, reused PID, fake NUMA).
+    Skipped(String),
+    /// The kernel refused or a file could not be written.
+    Failed(String),
+}
+
+impl Outcome {
+    /// `done`, `dry_run`, `skipped`, `failed`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Done(_) => "done",
+            Outcome::DryRun => "dry_run",
+            Outcome::Skipped(_) => "skipped",
+            Outcome::Failed(_) => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Done(s) => write!(f, "done: {s}"),
+            Outcome::DryRun => f.write_str("dry run: not done"),
+            Outcome::Skipped(s) => write!(f, "skipped: {s}"),
+            Outcome::Failed(s) => write!(f, "failed: {s}"),
+        }
+    }
+}
+
+/// Result of a memory move.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub pages_moved: u64,
+    pub pages_failed: u64,
+    pub bytes_moved: u64,
+}
+
+/// Applies actions.
+#[derive(Debug)]
+pub struct Actuator {
+    pub root: PathBuf,
+    pub journal_path: PathBuf,
+    pub dry_run: bool,
+    pub memory: MemoryConfig,
+    /// Per process, the address where the last page search stopped.
+    cursors: BTreeMap<ProcessKey, usize>,
+}
+
+impl Actuator {
+    pub fn new(root: &Path, journal_path: &Path, dry_run: bool, memory: MemoryConfig) -> Self {
+        Actuator {
+            root: root.to_path_buf(),
+            journal_path: journal_path.to_path_buf(),
+            dry_run,
+            memory,
+            cursors: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the home of process `key`: all its threads to the kernel CPUs `kcpus`. Returns the
+    /// outcome and, when done, the mask read back.
+    pub fn set_home(
+        &mut self,
+        journal: &mut Journal,
+        key: ProcessKey,
+        nodes: &[NodeId],
+        kcpus: &CpuSet,
+    ) -> (Outcome, Option<CpuSet>) {
+        if self.dry_run {
+            return (Outcome::DryRun, Some(kcpus.clone()));
+        }
+        match self.try_set_home(journal, key, nodes, kcpus) {
+            Ok(r) => r,
+            Err(e) => (Outcome::Failed(e.to_string()), None),
+        }
+    }
+
+    fn try_set_home(
+        &mut self,
+        journal: &mut Journal,
+        key: ProcessKey,
+        nodes: &[NodeId],
+        kcpus: &CpuSet,
+    ) -> Result<(Outcome, Option<CpuSet>), Error> {
+        let Live::Alive(entry) = journal::capture(&self.root, key.pid)? else {
+            return Ok((Outcome::Skipped("the process exited".into()), None));
+        };
+        if entry.starttime != key.starttime {
+            return Ok((
+                Outcome::Skipped("the PID now names another process".into()),
+                None,
+            ));
+        }
+        let node_set: CpuSet = nodes.iter().copied().collect();
+        journal.record(entry);
+        journal.set_applied(key, kcpus.clone(), node_set.clone());
+        journal.store(&self.journal_path)?;
+        let Live::Alive(set) = affinity::set_process_affinity(&self.root, key.pid, kcpus)? else {
+            return Ok((Outcome::Skipped("the process exited".into()), None));
+        };
+        let back = match affinity::get_affinity(key.pid)? {
+            Live::Alive(m) => m,
+            Live::Gone => kcpus.clone(),
+        };
+        journal.set_applied(key, back.clone(), node_set);
+        journal.store(&self.journal_path)?;
+        Ok((
+            Outcome::Done(format!("{} threads set to CPUs {back}", set.set.len())),
+            Some(back),
+        ))
+    }
+
+    /// Gives process `key` its original masks back and forgets it.
+    pub fn clear_home(&mut self, journal: &mut Journal, key: ProcessKey) -> Outcome {
+        if self.dry_run {
+            return Outcome::DryRun;
+        }
+        self.cursors.remove(&key);
+        let Some(entry) = journal.get(key).cloned() else {
+            return Outcome::Skipped("not in the journal".into());
+        };
+        let mut one = Journal::new();
+        one.record(entry);
+        let report = journal::restore(&one, &self.root);
+        let text = match report.outcomes.first() {
+            Some((_, _, journal::RestoreOutcome::Failed { error })) => {
+                return Outcome::Failed(error.clone());
+            }
+            Some((_, _, o)) => format!("{o:?}"),
+            None => String::new(),
+        };
+        journal.remove(key);
+        match journal.store(&self.journal_path) {
+            Ok(()) => Outcome::Done(format!("restored: {text}")),
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    /// Moves up to `bytes` of process `key`'s memory from topology node `from` to `to`.
+    pub fn move_memory(
+        &mut self,
+        host: &Host,
+        key: ProcessKey,
+        from: NodeId,
+        to: NodeId,
+        bytes: u64,
+    ) -> (Outcome, Moved) {
+        if self.dry_run {
+            return (Outcome::DryRun, Moved::default());
+        }
+        if host.fake {
+            return (
+                Outcome::Skipped(
+                    "fake NUMA: the pseudo-nodes share one real node, no memory to move".into(),
+                ),
+                Moved::default(),
+            );
+        }
+        let (Some(kfrom), Some(kto)) = (host.kernel_node(from), host.kernel_node(to)) else {
+            return (
+                Outcome::Failed(format!("node {from} or {to} is not a host node")),
+                Moved::default(),
+            );
+        };
+        match self.try_move(key, kfrom, kto, bytes) {
+            Ok(Some(m)) => (
+                Outcome::Done(format!(
+                    "{} pages moved, {} failed",
+                    m.pages_moved, m.pages_failed
+                )),
+                m,
+            ),
+            Ok(None) => (
+                Outcome::Skipped("the process exited".into()),
+                Moved::default(),
+            ),
+            Err(e) => (Outcome::Failed(e.to_string()), Moved::default()),
+        }
+    }
+
+    fn try_move(
+        &mut self,
+        key: ProcessKey,
+        kfrom: usize,
+        kto: usize,
+        bytes: u64,
+    ) -> Result<Option<Moved>, Error> {
+        let page = page_size();
+        let want = (bytes / page).max(1) as usize;
+        let Live::Alive(stat) = crate::procfs::stat::read(&self.root, key.pid)? else {
+            return Ok(None);
+        };
+        if stat.starttime != key.starttime {
+            return Ok(None);
+        }
+        let Live::Alive(mappings) = maps::read(&self.root, key.pid)? else {
+            return Ok(None);
+        };
+        let addrs: Vec<usize> = mappings
+            .iter()
+            .filter(|m| m.is_private() && is_own_memory(&m.path))
+            .flat_map(|m| m.page_addresses(page))
+            .collect();
+        if addrs.is_empty() {
+            return Ok(Some(Moved::default()));
+        }
+        let cursor = self.cursors.get(&key).copied().unwrap_or(0);
+        let start = addrs.partition_point(|&a| a < cursor) % addrs.len();
+        let batch = self.memory.batch_pages;
+        let mut found = Vec::with_capacity(want.min(1 << 16));
+        let mut queried = 0usize;
+        let mut last = cursor;
+        let order = addrs[start..].iter().chain(addrs[..start].iter());
+        let mut chunk = Vec::with_capacity(batch);
+        for &a in order {
+            chunk.push(a);
+            if chunk.len() == batch {
+                queried += chunk.len();
+                if !query(key.pid, &chunk, kfrom, batch, &mut found)? {
+                    return Ok(None);
+                }
+                last = a.saturating_add(1);
+                chunk.clear();
+                if found.len() >= want || queried >= self.memory.max_query_pages {
+                    break;
+                }
+            }
+        }
+        if !chunk.is_empty() && found.len() < want && queried < self.memory.max_query_pages {
+            if !query(key.pid, &chunk, kfrom, batch, &mut found)? {
+                return Ok(None);
+            }
+            last = chunk.last().map_or(last, |a| a.saturating_add(1));
+        }
+        self.cursors.insert(key, last);
+        found.truncate(want);
+        if found.is_empty() {
+            return Ok(Some(Moved::default()));
+        }
+        let opts = MoveOptions {
+            batch,
+            move_all: false,
+        };
+        let Live::Alive(report) = migrate::move_pages(key.pid, &found, kto, opts)? else {
+            return Ok(None);
+        };
+        let moved = report.on_node(kto) as u64;
+        Ok(Some(Moved {
+            pages_moved: moved,
+            pages_failed: report.failed() as u64,
+            bytes_moved: moved * page,
+        }))
+    }
+}
+
+/// Queries the node of each page of `chunk`, appending those on `node` to `found`. False when
+/// the process exited.
+fn query(
+    pid: u32,
+    chunk: &[usize],
+    node: usize,
+    batch: usize,
+    found: &mut Vec<usize>,
+) -> Result<bool, Error> {
+    let Live::Alive(r) = migrate::page_nodes(pid, chunk, batch)? else {
+        return Ok(false);
+    };
+    found.extend(
+        chunk
+            .iter()
+            .zip(&r.status)
+            .filter(|(_, s)| s.node() == Some(node))
+            .map(|(a, _)| *a),
+    );
+    Ok(true)
+}
+
+/// The process's own memory: anonymous mappings, heap, stack (not files, not the vDSO).
+fn is_own_memory(path: &str) -> bool {
+    path.is_empty() || path == "[heap]" || path == "[stack]" || path.starts_with("[anon:")
+}
+
+fn page_size() -> u64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(p)) if p > 0 => p as u64,
+        _ => 4096,
+    }
+}

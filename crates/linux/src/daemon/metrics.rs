@@ -1,0 +1,262 @@
+//! The opt-in Prometheus endpoint (`--metrics 127.0.0.1:9750`): `GET /metrics` answers the
+//! OpenMetrics text of the last interval's [`StatusReport`]. Loopback only unless the
+//! configuration says otherwise (checked in [`super::config`]).
+//!
+//! | Metric | Labels | What |
+//! | --- | --- | --- |
+//! | `homenode_node_busy_cpus` | node | CPUs busy over the last interval |
+//! | `homenode_node_free_bytes` | node | free memory |
+//! | `homenode_node_homed_processes` | node | processes whose home includes the node |
+//! | `homenode_process_home` | pid, comm, node | 1 for each home node of a managed process |
+//! | `homenode_process_locality` | pid, comm | share of its memory on its home nodes (0..1) |
+//! | `homenode_process_cpus` | pid, comm | CPUs used |
+//! | `homenode_actions` (counter) | kind, outcome | actions taken |
+//! | `homenode_pages_moved` (counter) | | pages moved to their home |
+//! | `homenode_skipped_processes` (counter) | reason | candidates left alone |
+//! | `homenode_interval_cpu_seconds` | | the daemon's CPU time in the last interval |
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::status::{SharedStatus, StatusReport};
+
+type Labels = Vec<(String, String)>;
+type FGauge = Family<Labels, Gauge<f64, AtomicU64>>;
+
+fn l(pairs: &[(&str, String)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+/// The OpenMetrics text of `r`.
+pub fn render(r: &StatusReport) -> String {
+    let mut reg = Registry::with_prefix("homenode");
+    let busy = FGauge::default();
+    let free = FGauge::default();
+    let homed = FGauge::default();
+    for n in &r.nodes {
+        let lb = l(&[("node", n.node.to_string())]);
+        busy.get_or_create(&lb).set(n.busy_cpus);
+        free.get_or_create(&lb).set(n.free_bytes as f64);
+        homed.get_or_create(&lb).set(n.homed as f64);
+    }
+    reg.register("node_busy_cpus", "CPUs busy over the last interval", busy);
+    reg.register("node_free_bytes", "Free memory of the node", free);
+    reg.register(
+        "node_homed_processes",
+        "Processes whose home includes the node",
+        homed,
+    );
+    let home = FGauge::default();
+    let locality = FGauge::default();
+    let cpus = FGauge::default();
+    for p in &r.processes {
+        let who = [("pid", p.pid.to_string()), ("comm", p.comm.clone())];
+        cpus.get_or_create(&l(&who)).set(p.cpu_use);
+        for &h in &p.home {
+            let mut lb = l(&who);
+            lb.push(("node".into(), h.to_string()));
+            home.get_or_create(&lb).set(1.0);
+        }
+        if !p.home.is_empty() && !p.memory_pct.is_empty() {
+            let local: f64 = p
+                .home
+                .iter()
+                .filter_map(|&h| p.memory_pct.get(h))
+                .sum::<f64>()
+                / 100.0;
+            locality.get_or_create(&l(&who)).set(local);
+        }
+    }
+    reg.register("process_home", "1 for each home node of a process", home);
+    reg.register(
+        "process_locality",
+        "Share of the process's memory on its home nodes",
+        locality,
+    );
+    reg.register("process_cpus", "CPUs used by the process", cpus);
+    let actions = Family::<Labels, Counter>::default();
+    for (k, v) in &r.counters.actions {
+        let (kind, outcome) = k.split_once('/').unwrap_or((k, ""));
+        actions
+            .get_or_create(&l(&[("kind", kind.into()), ("outcome", outcome.into())]))
+            .inc_by(*v);
+    }
+    reg.register("actions", "Actions taken, by kind and outcome", actions);
+    let pages: Counter = Counter::default();
+    pages.inc_by(r.counters.pages_moved);
+    reg.register("pages_moved", "Pages moved to their home node", pages);
+    let skipped = Family::<Labels, Counter>::default();
+    for (k, v) in &r.counters.skipped {
+        skipped
+            .get_or_create(&l(&[("reason", k.clone())]))
+            .inc_by(*v);
+    }
+    reg.register(
+        "skipped_processes",
+        "Candidate processes left alone, by reason",
+        skipped,
+    );
+    let cpu: Gauge<f64, AtomicU64> = Gauge::default();
+    cpu.set(r.last_cpu_ms / 1000.0);
+    reg.register(
+        "interval_cpu_seconds",
+        "The daemon's CPU time in the last interval",
+        cpu,
+    );
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut out, &reg);
+    out
+}
+
+/// The HTTP endpoint; dropping it stops serving.
+pub struct MetricsServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// Binds `addr` (the caller has checked that it is loopback or allowed).
+    pub fn start(addr: SocketAddr, status: SharedStatus) -> std::io::Result<MetricsServer> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("homenode-metrics".into())
+            .spawn(move || {
+                while !stop2.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((s, _)) => {
+                            if let Err(e) = answer(s, &status) {
+                                tracing::debug!("metrics request: {e}");
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        Err(e) => {
+                            tracing::warn!("metrics socket: {e}");
+                            std::thread::sleep(Duration::from_millis(200));
+                        }
+                    }
+                }
+            })?;
+        Ok(MetricsServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn answer(mut s: TcpStream, status: &SharedStatus) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut buf = [0u8; 1024];
+    let n = s.read(&mut buf)?;
+    let req = String::from_utf8_lossy(&buf[..n]);
+    let first = req.lines().next().unwrap_or("");
+    let (code, ctype, body) = if first.starts_with("GET /metrics ") || first == "GET /metrics" {
+        let report = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            render(&report),
+        )
+    } else {
+        ("404 Not Found", "text/plain", "only /metrics\n".to_string())
+    };
+    write!(
+        s,
+        "HTTP/1.1 {code}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::status::{NodeStatus, ProcessStatus};
+    use std::sync::Mutex;
+
+    fn report() -> StatusReport {
+        let mut r = StatusReport::default();
+        r.nodes.push(NodeStatus {
+            node: 1,
+            busy_cpus: 2.5,
+            free_bytes: 1024,
+            homed: 1,
+            ..NodeStatus::default()
+        });
+        r.processes.push(ProcessStatus {
+            pid: 42,
+            comm: "db".into(),
+            cpu_use: 1.5,
+            home: vec![1],
+            memory_pct: vec![25.0, 75.0],
+            ..ProcessStatus::default()
+        });
+        r.counters.actions.insert("set_home/done".into(), 3);
+        r.counters.pages_moved = 512;
+        r.counters.skipped.insert("realtime".into(), 2);
+        r
+    }
+
+    #[test]
+    fn renders_every_family() {
+        let t = render(&report());
+        for want in [
+            "homenode_node_busy_cpus{node=\"1\"} 2.5",
+            "homenode_process_home{pid=\"42\",comm=\"db\",node=\"1\"} 1",
+            "homenode_process_locality{pid=\"42\",comm=\"db\"} 0.75",
+            "homenode_actions_total{kind=\"set_home\",outcome=\"done\"} 3",
+            "homenode_pages_moved_total 512",
+            "homenode_skipped_processes_total{reason=\"realtime\"} 2",
+            "# EOF",
+        ] {
+            assert!(t.contains(want), "missing {want} in\n{t}");
+        }
+    }
+
+    #[test]
+    fn serves_over_http_on_loopback() {
+        let shared = Arc::new(Mutex::new(report()));
+        let m = MetricsServer::start("127.0.0.1:0".parse().expect("addr"), shared).expect("bind");
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(m.addr).expect("connect");
+            write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+            let mut out = String::new();
+            s.read_to_string(&mut out).expect("read");
+            out
+        };
+        let ok = get("/metrics");
+        assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+        assert!(ok.contains("homenode_pages_moved_total 512"), "{ok}");
+        assert!(get("/").starts_with("HTTP/1.1 404"));
+    }
+}

@@ -1,0 +1,697 @@
+//! The daemon loop (`homenode run`): every interval, sample `/proc`, build the policy's
+//! snapshot, decide, apply, publish.
+//!
+//! ```text
+//!  light pass (stat of every PID) ──► candidates ──► full pass (threads, cgroup, numa_maps)
+//!        │                                                   │
+//!        ▼                                                   ▼
+//!  /proc/stat, nodeN/meminfo ──► NodeViews      ProcessViews + exclusion verdicts
+//!                                     └──────► Snapshot ──► policy.decide ──► actions
+//!                                                                               │
+//!                           journal first, then sched_setaffinity / move_pages ◄┘
+//!                                                                               │
+//!                         status table (Unix socket), metrics (loopback HTTP) ◄─┘
+//! ```
+//!
+//! Safety rules, in the order they act:
+//! - the exclusion rules ([`crate::exclude`]) decide which candidates the policy may act on;
+//!   a process homenode manages that someone else pins, or that gets a memory policy or a
+//!   real-time thread, is released (its threads still at homenode's mask go back to their
+//!   originals) and never touched again;
+//! - every change is journaled before it is made ([`apply`]); on SIGTERM/SIGINT
+//!   [`Daemon::shutdown`] restores every journaled process; after a crash the next start
+//!   adopts the processes whose masks are still homenode's and restores the rest (or restores
+//!   all, `on_start = "restore"`);
+//! - one daemon at a time: an exclusive lock on `JOURNAL.lock`;
+//! - `--dry-run` journals nothing and calls nothing: each decision is logged with its reason,
+//!   and the homes it would have set are kept in memory so that the next decisions are those
+//!   the daemon would really take.
+
+pub mod apply;
+pub mod config;
+pub mod host;
+pub mod metrics;
+pub mod sampler;
+pub mod snapshot;
+pub mod status;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::os::unix::fs::DirBuilderExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use policy::{Action, NodePolicy, Snapshot};
+use topo::{CpuSet, NodeId};
+
+use crate::error::{JournalError, ProcError};
+use crate::exclude::{Reason, Verdict};
+use crate::journal::{self, Journal, RestoreReport};
+use crate::procfs::cpustat::{self, CpuTimes};
+use crate::sample::ProcessKey;
+use crate::{Live, affinity};
+
+pub use apply::{Actuator, Outcome};
+pub use config::{ConfigError, DaemonConfig, OnStart};
+pub use host::{Host, HostError};
+pub use status::{SharedStatus, StatusReport};
+
+/// Why the daemon stopped or could not start, on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Host(#[from] HostError),
+    #[error(transparent)]
+    Proc(#[from] ProcError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Status(#[from] status::StatusError),
+    #[error("{}: another homenode daemon is running (it holds this lock)", path.display())]
+    Locked { path: PathBuf },
+    #[error("{}: {what}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("metrics endpoint {addr}: {source}")]
+    Metrics {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("placement policy: {0}")]
+    Policy(String),
+}
+
+/// What one interval did, for logs, tests and `--stats`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IntervalReport {
+    pub actions: Vec<(Action, Outcome)>,
+    /// Processes released because someone else took them over, with why.
+    pub released: Vec<(ProcessKey, String)>,
+    /// CPU time of the loop thread for this interval, seconds.
+    pub cpu_s: f64,
+    /// Of which: sampling `/proc` (light and full passes), seconds.
+    pub sample_cpu_s: f64,
+    pub light_read: usize,
+    pub candidates: usize,
+}
+
+/// The daemon's state.
+pub struct Daemon {
+    cfg: DaemonConfig,
+    host: Arc<Host>,
+    policy: Box<dyn NodePolicy + Send>,
+    sampler: sampler::Sampler,
+    journal: Journal,
+    actuator: Actuator,
+    /// Home nodes and kernel CPU mask of each managed process (in a dry run: would-be).
+    homes: BTreeMap<ProcessKey, (Vec<NodeId>, CpuSet)>,
+    /// Never to be touched again, with why.
+    never: BTreeMap<ProcessKey, String>,
+    /// Last action and outcome per process, for the status table.
+    last: BTreeMap<ProcessKey, (String, String, u64)>,
+    /// Processes counted in `skipped` already.
+    counted: BTreeSet<ProcessKey>,
+    prev_cpustat: Option<Vec<CpuTimes>>,
+    started: Instant,
+    intervals: u64,
+    status: SharedStatus,
+    _lock: Option<nix::fcntl::Flock<File>>,
+}
+
+impl Daemon {
+    /// Reads the host, takes the lock, recovers the journal a previous run left, builds the
+    /// policy. Nothing is changed on the host except by journal recovery.
+    pub fn start(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
+        cfg.validate("configuration")?;
+        let host = Arc::new(Host::read(&cfg.root, cfg.fake_numa)?);
+        let policy = policy::build(&cfg.policy, &cfg.placement)
+            .map_err(|e| DaemonError::Policy(e.to_string()))?;
+        let (lock, journal) = if cfg.dry_run {
+            (None, Journal::new())
+        } else {
+            let lock = take_lock(&cfg.journal)?;
+            (Some(lock), Journal::load(&cfg.journal)?)
+        };
+        let actuator = Actuator::new(&cfg.root, &cfg.journal, cfg.dry_run, cfg.memory.clone());
+        let status = Arc::new(Mutex::new(StatusReport {
+            version: env!("CARGO_PKG_VERSION").into(),
+            policy: cfg.policy.clone(),
+            dry_run: cfg.dry_run,
+            fake_numa: cfg.fake_numa,
+            interval_s: cfg.interval_s,
+            ..StatusReport::default()
+        }));
+        let mut d = Daemon {
+            host,
+            policy,
+            sampler: sampler::Sampler::new(),
+            journal,
+            actuator,
+            homes: BTreeMap::new(),
+            never: BTreeMap::new(),
+            last: BTreeMap::new(),
+            counted: BTreeSet::new(),
+            prev_cpustat: None,
+            started: Instant::now(),
+            intervals: 0,
+            status,
+            _lock: lock,
+            cfg,
+        };
+        d.recover()?;
+        Ok(d)
+    }
+
+    pub fn status(&self) -> SharedStatus {
+        self.status.clone()
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    pub fn config(&self) -> &DaemonConfig {
+        &self.cfg
+    }
+
+    /// Processes managed now (in a dry run: would be), with their home nodes.
+    pub fn homes(&self) -> impl Iterator<Item = (&ProcessKey, &Vec<NodeId>)> {
+        self.homes.iter().map(|(k, (h, _))| (k, h))
+    }
+
+    /// Journal entries a previous run left: adopt those whose every thread still has
+    /// homenode's mask (or restore all, `on_start = "restore"`), restore the others.
+    fn recover(&mut self) -> Result<(), DaemonError> {
+        if self.journal.is_empty() {
+            return Ok(());
+        }
+        let entries: Vec<_> = self.journal.entries().cloned().collect();
+        tracing::warn!(
+            "journal {} holds {} processes from a previous run ({:?})",
+            self.cfg.journal.display(),
+            entries.len(),
+            self.cfg.on_start
+        );
+        for e in entries {
+            let key = e.key();
+            if self.cfg.on_start == OnStart::Adopt {
+                if let Some(a) = &e.applied {
+                    if still_ours(&self.cfg.root, key, &a.cpus)? {
+                        let nodes: Vec<NodeId> = a
+                            .nodes
+                            .iter()
+                            .filter(|&n| n < self.host.nr_nodes())
+                            .collect();
+                        tracing::info!("pid {}: adopted with home {:?}", key.pid, nodes);
+                        self.homes.insert(key, (nodes, a.cpus.clone()));
+                        continue;
+                    }
+                }
+            }
+            let mut one = Journal::new();
+            one.record(e.clone());
+            let r = journal::restore(&one, &self.cfg.root);
+            log_restore(&r);
+            if !r.done().is_empty() {
+                self.journal.remove(key);
+            }
+        }
+        self.journal.store(&self.cfg.journal)?;
+        Ok(())
+    }
+
+    /// One interval: sample, decide, apply, publish.
+    pub fn interval(&mut self) -> Result<IntervalReport, DaemonError> {
+        let cpu0 = thread_cpu_s();
+        let now = Instant::now();
+        let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
+        let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
+        let sample = self
+            .sampler
+            .sample(&self.cfg.root, &self.host, &self.cfg.scan, &managed)?;
+        let sample_cpu_s = thread_cpu_s() - cpu0;
+        for e in &sample.full.errors {
+            tracing::warn!("scan: {e}");
+        }
+        let cpustat = cpustat::read(&self.cfg.root)?;
+        let idle = self
+            .prev_cpustat
+            .as_ref()
+            .map(|p| self.host.node_idle(p, &cpustat));
+        self.prev_cpustat = Some(cpustat);
+        let free = self.host.free_bytes(&self.cfg.root)?;
+        let known = snapshot::Known {
+            homes: &self.homes,
+            never: &self.never,
+            applied_masks: !self.cfg.dry_run,
+        };
+        let cands = snapshot::candidates(&sample, &self.host, &self.cfg.rules, &known, now, now_ns);
+        let mut report = IntervalReport {
+            light_read: sample.light_read,
+            candidates: cands.len(),
+            sample_cpu_s,
+            ..IntervalReport::default()
+        };
+        self.forget_exited(&sample);
+        self.release_taken_over(&cands, &mut report);
+        self.count_skipped(&cands);
+        let nodes = snapshot::nodes(&self.host, &free, idle.as_deref());
+        let mut views: Vec<_> = cands.iter().map(|c| c.view.clone()).collect();
+        for v in &mut views {
+            let key = ProcessKey {
+                pid: v.pid,
+                starttime: v.start_time,
+            };
+            if self.never.contains_key(&key) {
+                v.leave_alone = true;
+            }
+            v.home = self
+                .homes
+                .get(&key)
+                .map(|(h, _)| h.clone())
+                .unwrap_or_default();
+        }
+        let host = self.host.clone();
+        let snap = Snapshot {
+            topo: host.topology(),
+            now_ns,
+            interval_ns: (sample.interval_s * 1e9) as u64,
+            nodes: nodes.clone(),
+            processes: views,
+        };
+        let actions = self.policy.decide(&snap);
+        let mut counters = self
+            .status
+            .lock()
+            .map(|s| s.counters.clone())
+            .unwrap_or_default();
+        for a in actions {
+            let outcome = self.apply(&a, &mut counters);
+            report.actions.push((a, outcome));
+        }
+        counters.scan_errors += sample.full.errors.len() as u64;
+        self.intervals += 1;
+        report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
+        self.publish(&snap, &cands, counters, &report, sample.light.len());
+        Ok(report)
+    }
+
+    fn apply(&mut self, a: &Action, counters: &mut status::Counters) -> Outcome {
+        let key = ProcessKey {
+            pid: a.pid(),
+            starttime: a.start_time(),
+        };
+        let outcome = match a {
+            Action::SetHome { nodes, cpus, .. } => {
+                let kcpus = self.host.kernel_cpus(cpus);
+                let (o, mask) = self
+                    .actuator
+                    .set_home(&mut self.journal, key, nodes, &kcpus);
+                match (&o, mask) {
+                    (Outcome::Done(_) | Outcome::DryRun, Some(m)) => {
+                        self.homes.insert(key, (nodes.clone(), m));
+                    }
+                    (Outcome::Failed(why), _) => {
+                        // The kernel refused (EPERM, a cpuset that moved): do not try again.
+                        self.never
+                            .insert(key, format!("setting its affinity failed: {why}"));
+                        self.release(key);
+                    }
+                    _ => {}
+                }
+                o
+            }
+            Action::ClearHome { .. } => {
+                let o = self.actuator.clear_home(&mut self.journal, key);
+                if !matches!(o, Outcome::Failed(_)) {
+                    self.homes.remove(&key);
+                }
+                o
+            }
+            Action::MoveMemory {
+                from, to, bytes, ..
+            } => {
+                let (o, m) = self
+                    .actuator
+                    .move_memory(&self.host, key, *from, *to, *bytes);
+                counters.pages_moved += m.pages_moved;
+                counters.pages_failed += m.pages_failed;
+                counters.bytes_moved += m.bytes_moved;
+                o
+            }
+        };
+        *counters
+            .actions
+            .entry(format!("{}/{}", a.kind(), outcome.label()))
+            .or_default() += 1;
+        if self.cfg.dry_run {
+            tracing::info!(target: "homenode::decision", "would {a}");
+        } else {
+            match &outcome {
+                Outcome::Failed(_) => {
+                    tracing::warn!(target: "homenode::decision", "{a} -> {outcome}")
+                }
+                _ => tracing::info!(target: "homenode::decision", "{a} -> {outcome}"),
+            }
+        }
+        self.last.insert(
+            key,
+            (a.to_string(), outcome.to_string(), journal::unix_now()),
+        );
+        outcome
+    }
+
+    /// Managed processes that exited: forget them (nothing to undo).
+    fn forget_exited(&mut self, sample: &sampler::Sample) {
+        let alive: BTreeSet<ProcessKey> = sample.light.iter().map(|l| l.light.key).collect();
+        let gone: Vec<ProcessKey> = self
+            .homes
+            .keys()
+            .filter(|k| !alive.contains(k))
+            .copied()
+            .collect();
+        let changed = !gone.is_empty();
+        for k in gone {
+            self.homes.remove(&k);
+            self.journal.remove(k);
+            self.last.remove(&k);
+        }
+        self.never.retain(|k, _| alive.contains(k));
+        self.last.retain(|k, _| alive.contains(k));
+        self.counted.retain(|k| alive.contains(k));
+        if changed && !self.cfg.dry_run {
+            if let Err(e) = self.journal.store(&self.cfg.journal) {
+                tracing::warn!("{e}");
+            }
+        }
+    }
+
+    /// A managed process that the rules now say to leave alone (someone pinned it, gave it a
+    /// memory policy or a real-time thread): give back what is still ours and never touch it
+    /// again.
+    fn release_taken_over(&mut self, cands: &[snapshot::Candidate], report: &mut IntervalReport) {
+        for c in cands {
+            let Verdict::Leave(reason) = &c.verdict else {
+                continue;
+            };
+            if !self.homes.contains_key(&c.key) {
+                continue;
+            }
+            let why = format!("released: {reason}");
+            tracing::warn!(target: "homenode::decision", "pid {} ({}): {why}", c.key.pid, c.view.comm);
+            if !matches!(
+                reason,
+                Reason::ExcludedPid
+                    | Reason::ExcludedComm(_)
+                    | Reason::ExcludedUser(_)
+                    | Reason::ExcludedCgroup(_)
+                    | Reason::NotIncluded
+            ) {
+                self.never.insert(c.key, reason.to_string());
+            }
+            self.release(c.key);
+            self.last
+                .insert(c.key, (why.clone(), String::new(), journal::unix_now()));
+            report.released.push((c.key, why));
+        }
+    }
+
+    /// Restores what is still homenode's of process `key` and forgets it.
+    fn release(&mut self, key: ProcessKey) {
+        self.homes.remove(&key);
+        if self.cfg.dry_run || self.journal.get(key).is_none() {
+            return;
+        }
+        let o = self.actuator.clear_home(&mut self.journal, key);
+        if let Outcome::Failed(e) = o {
+            tracing::warn!("pid {}: restoring failed: {e}", key.pid);
+        }
+    }
+
+    fn count_skipped(&mut self, cands: &[snapshot::Candidate]) {
+        let mut newly: Vec<String> = Vec::new();
+        for c in cands {
+            if let Verdict::Leave(r) = &c.verdict {
+                if self.counted.insert(c.key) {
+                    tracing::info!(target: "homenode::decision", "pid {} ({}): left alone: {r}", c.key.pid, c.view.comm);
+                    newly.push(r.label().to_string());
+                }
+            }
+        }
+        if let Ok(mut s) = self.status.lock() {
+            for l in newly {
+                *s.counters.skipped.entry(l).or_default() += 1;
+            }
+        }
+    }
+
+    fn publish(
+        &self,
+        snap: &Snapshot<'_>,
+        cands: &[snapshot::Candidate],
+        mut counters: status::Counters,
+        report: &IntervalReport,
+        seen: usize,
+    ) {
+        let t = self.host.topology();
+        let nodes = (0..t.nr_nodes())
+            .map(|n| status::NodeStatus {
+                node: n,
+                cpus: self.host.kernel_cpus(t.node_cpus(n)).to_list_string(),
+                busy_cpus: (t.node_cpus(n).count() as f64 - snap.nodes[n].cpu_idle).max(0.0),
+                free_bytes: snap.nodes[n].free_bytes,
+                homed: self.homes.values().filter(|(h, _)| h.contains(&n)).count(),
+            })
+            .collect();
+        let processes = cands
+            .iter()
+            .map(|c| {
+                let v = &c.view;
+                let rss = v.rss();
+                let (action, outcome, at) = match self.last.get(&c.key) {
+                    Some((a, o, at)) => (Some(a.clone()), Some(o.clone()), Some(*at)),
+                    None => (None, None, None),
+                };
+                status::ProcessStatus {
+                    pid: v.pid,
+                    starttime: v.start_time,
+                    comm: v.comm.clone(),
+                    cpu_use: v.cpu_use,
+                    home: self
+                        .homes
+                        .get(&c.key)
+                        .map(|(h, _)| h.clone())
+                        .unwrap_or_default(),
+                    time_pct: v.node_runtime.iter().map(|s| s * 100.0).collect(),
+                    memory_pct: if rss > 0 {
+                        v.node_bytes
+                            .iter()
+                            .map(|&b| b as f64 * 100.0 / rss as f64)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    rss_bytes: rss,
+                    left_alone: c
+                        .verdict
+                        .reason()
+                        .map(ToString::to_string)
+                        .or_else(|| self.never.get(&c.key).cloned()),
+                    last_action: action,
+                    last_outcome: outcome,
+                    last_unix_s: at,
+                }
+            })
+            .collect();
+        if let Ok(mut s) = self.status.lock() {
+            counters.skipped = s.counters.skipped.clone();
+            s.counters = counters;
+            s.intervals = self.intervals;
+            s.uptime_s = self.started.elapsed().as_secs_f64();
+            s.last_cpu_ms = report.cpu_s * 1000.0;
+            s.processes_seen = seen;
+            s.candidates = cands.len();
+            s.nodes = nodes;
+            s.processes = processes;
+        }
+    }
+
+    /// Gives every journaled process back its original affinity and drops the finished
+    /// entries from the journal (a dry run has nothing to undo).
+    pub fn shutdown(mut self) -> Result<RestoreReport, DaemonError> {
+        if self.cfg.dry_run {
+            return Ok(RestoreReport::default());
+        }
+        let r = journal::restore(&self.journal, &self.cfg.root);
+        log_restore(&r);
+        for k in r.done() {
+            self.journal.remove(k);
+        }
+        self.journal.store(&self.cfg.journal)?;
+        Ok(r)
+    }
+}
+
+/// Whether process `key` still exists and every thread has exactly `mask`.
+fn still_ours(root: &Path, key: ProcessKey, mask: &CpuSet) -> Result<bool, DaemonError> {
+    let alive = crate::procfs::stat::read(root, key.pid)?
+        .alive()
+        .is_some_and(|s| s.starttime == key.starttime);
+    if !alive {
+        return Ok(false);
+    }
+    match affinity::process_affinities(root, key.pid) {
+        Ok(Live::Alive(m)) => Ok(m.values().all(|c| c == mask)),
+        Ok(Live::Gone) => Ok(false),
+        Err(e) => {
+            tracing::warn!("pid {}: {e}", key.pid);
+            Ok(false)
+        }
+    }
+}
+
+fn log_restore(r: &RestoreReport) {
+    for (k, comm, o) in &r.outcomes {
+        tracing::info!("pid {} ({comm}): restore: {o:?}", k.pid);
+    }
+}
+
+/// Takes the exclusive lock `JOURNAL.lock`, creating the journal's directory (mode 0700).
+fn take_lock(journal: &Path) -> Result<nix::fcntl::Flock<File>, DaemonError> {
+    let io = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |source| DaemonError::Io { path, what, source }
+    };
+    if let Some(dir) = journal.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(io(dir, "cannot create the journal directory"))?;
+        }
+    }
+    let mut name = journal.as_os_str().to_owned();
+    name.push(".lock");
+    let path = PathBuf::from(name);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path, "cannot open the lock file"))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|_| DaemonError::Locked { path })
+}
+
+/// CPU time of the calling thread, seconds.
+pub fn thread_cpu_s() -> f64 {
+    use nix::time::{ClockId, clock_gettime};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
+        .unwrap_or(0.0)
+}
+
+/// Only restores the journal (`homenode run --restore`), taking the lock so that a running
+/// daemon is not undercut.
+pub fn restore_only(journal_path: &Path, root: &Path) -> Result<RestoreReport, DaemonError> {
+    let _lock = take_lock(journal_path)?;
+    let mut j = Journal::load(journal_path)?;
+    let r = journal::restore(&j, root);
+    log_restore(&r);
+    for k in r.done() {
+        j.remove(k);
+    }
+    j.store(journal_path)?;
+    Ok(r)
+}
+
+/// What [`run`] did.
+#[derive(Clone, Debug, Default)]
+pub struct RunSummary {
+    pub intervals: u64,
+    /// Loop-thread CPU time per interval, seconds.
+    pub cpu_per_interval_s: Vec<f64>,
+    pub restore: RestoreReport,
+}
+
+/// The whole daemon: start, serve the status socket (and metrics), run intervals until `stop`
+/// is set (or `max_intervals` have run), then restore. An interval that fails is logged and
+/// the loop goes on; ten failures in a row stop the daemon (after restoring).
+pub fn run(
+    cfg: DaemonConfig,
+    stop: &AtomicBool,
+    max_intervals: Option<u64>,
+) -> Result<RunSummary, DaemonError> {
+    let mut d = Daemon::start(cfg)?;
+    let _status = status::StatusServer::start(&d.cfg.socket, d.status())?;
+    let _metrics = match d.cfg.metrics {
+        Some(addr) => Some(
+            metrics::MetricsServer::start(addr, d.status())
+                .map_err(|source| DaemonError::Metrics { addr, source })?,
+        ),
+        None => None,
+    };
+    tracing::info!(
+        "homenode {}: policy {}, interval {} s, {} nodes{}{}",
+        env!("CARGO_PKG_VERSION"),
+        d.cfg.policy,
+        d.cfg.interval_s,
+        d.host.nr_nodes(),
+        if d.host.fake { " (fake NUMA)" } else { "" },
+        if d.cfg.dry_run {
+            ", dry run: nothing will be changed"
+        } else {
+            ""
+        },
+    );
+    let period = Duration::from_secs_f64(d.cfg.interval_s);
+    let mut summary = RunSummary::default();
+    let mut failures = 0;
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if max_intervals.is_some_and(|m| summary.intervals >= m) {
+            break;
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.interval()));
+        match r {
+            Ok(Ok(rep)) => {
+                failures = 0;
+                summary.cpu_per_interval_s.push(rep.cpu_s);
+            }
+            Ok(Err(e)) => {
+                failures += 1;
+                tracing::error!("interval failed ({failures} in a row): {e}");
+            }
+            Err(_) => {
+                failures = 10;
+                tracing::error!("interval panicked; restoring and stopping");
+            }
+        }
+        summary.intervals += 1;
+        if failures >= 10 {
+            break;
+        }
+        next += period;
+        while !stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next {
+                // Behind schedule (a slow interval, a suspended host): do not catch up.
+                if now - next > period {
+                    next = now;
+                }
+                break;
+            }
+            std::thread::sleep((next - now).min(Duration::from_millis(50)));
+        }
+    }
+    summary.restore = d.shutdown()?;
+    Ok(summary)
+}

@@ -1,0 +1,311 @@
+//! Sampling `/proc` at two depths, so that the daemon's cost follows the number of busy
+//! processes rather than the number of processes:
+//!
+//! 1. **Light pass**, every interval: `stat` only (one short read, though the kernel sums
+//!    every thread's times to write it). It gives each process's CPU time, threads, last CPU
+//!    and state. Kernel threads found once are skipped afterwards without a read, as long as
+//!    their PID stays listed. A process that was idle at its last read (below half
+//!    `candidate_min_cpu`) is read again only every `idle_every` intervals, so a process that
+//!    wakes up is noticed within that many intervals. Every `full_rescan_every` intervals all
+//!    PIDs are read again (a PID may have been reused).
+//! 2. **Full pass**, for *candidates* only (processes that used at least
+//!    `candidate_min_cpu` CPUs in the light pass, and processes homenode manages):
+//!    `status`, every thread's `stat` and `status`, `cgroup` and the cpuset, `sched`, and
+//!    `numa_maps` (re-read for a large process only every `memory_every_s`, because the kernel
+//!    walks its page tables to write it).
+//!
+//! Rates come from two full passes (threads matched by TID and start time); a process that
+//! has just become a candidate has its light-pass rate until the next interval.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::Pid;
+use crate::error::ProcError;
+use crate::procfs;
+use crate::rates::{self, ProcessRate, Rates};
+use crate::sample::{NumaMapsSelect, NumaSample, ProcessKey, ScanOptions, ScanResult, Scanner};
+
+use super::config::ScanConfig;
+use super::host::Host;
+
+/// What the light pass keeps of a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Light {
+    pub key: ProcessKey,
+    pub comm: String,
+    pub ticks: u64,
+    pub processor: usize,
+    pub threads: u32,
+}
+
+/// A light-pass process with its CPU use over the interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LightRate {
+    pub light: Light,
+    /// CPUs used (None: first seen in this pass).
+    pub cpu: Option<f64>,
+}
+
+/// What one interval's sampling produced.
+#[derive(Debug)]
+pub struct Sample {
+    /// Seconds covered by the rates.
+    pub interval_s: f64,
+    /// Every user process of the light pass, ascending PID.
+    pub light: Vec<LightRate>,
+    /// The full pass over the candidates.
+    pub full: ScanResult,
+    /// Rates of candidates that were candidates in the previous interval too.
+    pub rates: Rates,
+    /// Memory per kernel node of candidates, with when it was read.
+    pub memory: BTreeMap<ProcessKey, (NumaSample, Instant)>,
+    /// Processes read in the light pass, and PIDs skipped as known kernel threads.
+    pub light_read: usize,
+    pub kthreads_skipped: usize,
+}
+
+/// A process's last light read.
+#[derive(Clone, Debug)]
+struct PrevLight {
+    rate: LightRate,
+    at: Instant,
+    /// The pass that read it.
+    pass: u64,
+}
+
+/// The sampler's memory between intervals.
+#[derive(Debug, Default)]
+pub struct Sampler {
+    scanner: Scanner,
+    buf: Vec<u8>,
+    kthreads: BTreeSet<Pid>,
+    prev_light: BTreeMap<Pid, PrevLight>,
+    prev_light_at: Option<Instant>,
+    prev_full: Option<ScanResult>,
+    memory: BTreeMap<ProcessKey, (NumaSample, Instant)>,
+    passes: u64,
+}
+
+impl Sampler {
+    pub fn new() -> Sampler {
+        Sampler::default()
+    }
+
+    /// One interval's sampling. `managed` are processes homenode manages (always candidates).
+    pub fn sample(
+        &mut self,
+        root: &Path,
+        host: &Host,
+        cfg: &ScanConfig,
+        managed: &BTreeSet<ProcessKey>,
+    ) -> Result<Sample, ProcError> {
+        let now = Instant::now();
+        let interval_s = self
+            .prev_light_at
+            .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
+        let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
+        let tck = crate::sample::clock_ticks_per_second();
+        let mut candidates: Vec<Pid> = light
+            .iter()
+            .filter(|l| {
+                managed.contains(&l.light.key) || l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
+            })
+            .map(|l| l.light.key.pid)
+            .collect();
+        candidates.sort_unstable();
+        let full = self.full_pass(root, cfg, candidates, now)?;
+        let rates = match &self.prev_full {
+            Some(prev) => rates::rates_over(
+                prev,
+                &full,
+                full.taken_at.saturating_duration_since(prev.taken_at),
+                tck,
+                &host.map,
+            ),
+            None => rates::rates_over(&full, &full, Duration::ZERO, tck, &host.map),
+        };
+        self.prev_light_at = Some(now);
+        // Forget memory of processes that are no longer candidates.
+        let keys: BTreeSet<ProcessKey> = full.processes.iter().map(|p| p.key()).collect();
+        self.memory.retain(|k, _| keys.contains(k));
+        self.passes += 1;
+        self.prev_full = Some(clone_scan(&full));
+        Ok(Sample {
+            interval_s,
+            light,
+            full,
+            rates,
+            memory: self.memory.clone(),
+            light_read: read,
+            kthreads_skipped: skipped,
+        })
+    }
+
+    /// The light pass. A process idle at its last read (below half `candidate_min_cpu`) is
+    /// read again only every `idle_every` passes; meanwhile its last figures stand.
+    fn light_pass(
+        &mut self,
+        root: &Path,
+        cfg: &ScanConfig,
+        managed: &BTreeSet<ProcessKey>,
+        now: Instant,
+    ) -> Result<(Vec<LightRate>, usize, usize), ProcError> {
+        let pids = procfs::list_pids(root)?;
+        let rescan = self.passes % u64::from(cfg.full_rescan_every.max(1)) == 0;
+        let listed: BTreeSet<Pid> = pids.iter().copied().collect();
+        // A kernel thread whose PID left the listing may come back as a user process.
+        self.kthreads.retain(|p| listed.contains(p));
+        if rescan {
+            self.kthreads.clear();
+        }
+        let tck = crate::sample::clock_ticks_per_second() as f64;
+        let proc_root = procfs::proc_dir(root);
+        let idle_cpu = cfg.candidate_min_cpu / 2.0;
+        let mut out = Vec::with_capacity(pids.len());
+        let (mut read, mut skipped) = (0, 0);
+        for pid in pids {
+            if self.kthreads.contains(&pid) {
+                skipped += 1;
+                continue;
+            }
+            if let Some(prev) = self.prev_light.get(&pid) {
+                let idle = prev.rate.cpu.is_some_and(|c| c < idle_cpu);
+                // Due when its turn comes round: staggered by PID so that the re-reads spread
+                // evenly over the intervals instead of bunching.
+                let every = u64::from(cfg.idle_every.max(1));
+                let due = (self.passes + u64::from(pid)) % every == 0
+                    || self.passes.saturating_sub(prev.pass) >= every;
+                if idle && !due && !rescan && !managed.contains(&prev.rate.light.key) {
+                    out.push(prev.rate.clone());
+                    continue;
+                }
+            }
+            read += 1;
+            // One open of `PID/stat` by path (no directory handle: a single read cannot mix
+            // two processes, and the start time read names the process).
+            let Some(stat) = read_stat(&proc_root, pid, &mut self.buf) else {
+                // Gone, or malformed: the full pass reports errors for candidates.
+                continue;
+            };
+            if stat.is_kernel_thread() {
+                self.kthreads.insert(pid);
+                continue;
+            }
+            if matches!(stat.state, 'Z' | 'X' | 'x') {
+                continue;
+            }
+            let light = Light {
+                key: ProcessKey {
+                    pid,
+                    starttime: stat.starttime,
+                },
+                ticks: stat.cpu_ticks(),
+                processor: stat.processor,
+                threads: stat.num_threads,
+                comm: stat.comm,
+            };
+            let cpu = self
+                .prev_light
+                .get(&pid)
+                .filter(|p| p.rate.light.key == light.key)
+                .and_then(|p| {
+                    let secs = now.saturating_duration_since(p.at).as_secs_f64();
+                    (secs > 0.0)
+                        .then(|| light.ticks.saturating_sub(p.rate.light.ticks) as f64 / tck / secs)
+                });
+            let rate = LightRate { light, cpu };
+            self.prev_light.insert(
+                pid,
+                PrevLight {
+                    rate: rate.clone(),
+                    at: now,
+                    pass: self.passes,
+                },
+            );
+            out.push(rate);
+        }
+        self.prev_light.retain(|p, _| listed.contains(p));
+        Ok((out, read, skipped))
+    }
+
+    fn full_pass(
+        &mut self,
+        root: &Path,
+        cfg: &ScanConfig,
+        candidates: Vec<Pid>,
+        now: Instant,
+    ) -> Result<ScanResult, ProcError> {
+        let large = cfg.large_rss_mib.saturating_mul(1 << 20);
+        let every = Duration::from_secs_f64(cfg.memory_every_s);
+        // numa_maps is due for a candidate unless it is large and was read recently.
+        let due: BTreeSet<Pid> = candidates
+            .iter()
+            .copied()
+            .filter(|pid| {
+                let cached = self.memory.iter().find(|(k, _)| k.pid == *pid);
+                match cached {
+                    Some((_, (m, at))) => {
+                        let rss: u64 = m.node_bytes.iter().sum();
+                        rss <= large || now.saturating_duration_since(*at) >= every
+                    }
+                    None => true,
+                }
+            })
+            .collect();
+        let opts = ScanOptions {
+            threads: true,
+            thread_status: true,
+            cgroup: true,
+            cpuset: true,
+            numa_maps: NumaMapsSelect::Pids(due),
+            sched: cfg.sched,
+            kernel_threads: false,
+            only: Some(candidates),
+        };
+        let mut full = self.scanner.scan(root, &opts)?;
+        for p in &mut full.processes {
+            match p.numa.take() {
+                Some(m) => {
+                    self.memory.insert(p.key(), (m.clone(), now));
+                    p.numa = Some(m);
+                }
+                None => p.numa = self.memory.get(&p.key()).map(|(m, _)| m.clone()),
+            }
+        }
+        Ok(full)
+    }
+}
+
+/// `PID/stat` under `proc_root`, parsed; `None` when gone or malformed.
+fn read_stat(proc_root: &Path, pid: Pid, buf: &mut Vec<u8>) -> Option<crate::procfs::Stat> {
+    use std::io::Read as _;
+    let mut path = proc_root.to_path_buf();
+    path.push(pid.to_string());
+    path.push("stat");
+    buf.clear();
+    std::fs::File::open(&path).ok()?.read_to_end(buf).ok()?;
+    crate::procfs::stat::parse(buf).ok()
+}
+
+/// The rate of `key` in `rates`, if it was a candidate in both passes.
+pub fn rate_of(rates: &Rates, key: ProcessKey) -> Option<&ProcessRate> {
+    rates
+        .processes
+        .binary_search_by_key(&key.pid, |r| r.key.pid)
+        .ok()
+        .map(|i| &rates.processes[i])
+        .filter(|r| r.key == key)
+}
+
+/// A copy without the errors (kept for rates only; errors are reported once).
+fn clone_scan(s: &ScanResult) -> ScanResult {
+    ScanResult {
+        taken_at: s.taken_at,
+        processes: s.processes.clone(),
+        gone: s.gone,
+        kernel_threads: s.kernel_threads,
+        errors: Vec::new(),
+    }
+}

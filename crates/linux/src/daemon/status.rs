@@ -1,0 +1,297 @@
+//! What the daemon tells the world: the placement table and counters ([`StatusReport`]),
+//! served to `homenode status` over a Unix socket that only root (or the daemon's own user)
+//! can use.
+//!
+//! The socket lives in a directory the daemon creates with mode 0700 and is itself 0600; on
+//! top of that the peer's credentials (`SO_PEERCRED`) are checked, so a socket path in a
+//! world-writable directory is still safe. The protocol is one request line (`status`) and a
+//! JSON answer, after which the daemon closes the connection.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One node in the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    pub node: usize,
+    pub cpus: String,
+    /// CPUs busy over the last interval (all tasks).
+    pub busy_cpus: f64,
+    pub free_bytes: u64,
+    /// Processes whose home includes this node.
+    pub homed: usize,
+}
+
+/// One process in the placement table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessStatus {
+    pub pid: u32,
+    pub starttime: u64,
+    pub comm: String,
+    pub cpu_use: f64,
+    /// Home nodes (empty: none).
+    pub home: Vec<usize>,
+    /// Percent of its CPU time per node over the last interval.
+    pub time_pct: Vec<f64>,
+    /// Percent of its own memory per node (empty when not read).
+    pub memory_pct: Vec<f64>,
+    pub rss_bytes: u64,
+    /// Why it is left alone, if it is.
+    pub left_alone: Option<String>,
+    /// The last action on it, its reason and outcome.
+    pub last_action: Option<String>,
+    pub last_outcome: Option<String>,
+    pub last_unix_s: Option<u64>,
+}
+
+/// Counters since the daemon started.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Actions by `kind/outcome`, e.g. `set_home/done`.
+    pub actions: BTreeMap<String, u64>,
+    pub pages_moved: u64,
+    pub bytes_moved: u64,
+    pub pages_failed: u64,
+    /// Candidates left alone by reason label, counted once per process.
+    pub skipped: BTreeMap<String, u64>,
+    /// Processes dropped from a scan because a file was malformed or unreadable.
+    pub scan_errors: u64,
+}
+
+/// Everything `homenode status` shows, as of the last interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub version: String,
+    pub policy: String,
+    pub dry_run: bool,
+    pub fake_numa: Option<usize>,
+    pub interval_s: f64,
+    pub intervals: u64,
+    pub uptime_s: f64,
+    /// Daemon CPU time of the last interval's work, ms.
+    pub last_cpu_ms: f64,
+    /// Processes read in the light pass, and candidates read closely.
+    pub processes_seen: usize,
+    pub candidates: usize,
+    pub nodes: Vec<NodeStatus>,
+    pub processes: Vec<ProcessStatus>,
+    pub counters: Counters,
+}
+
+/// Shared between the loop (writer) and the servers (readers).
+pub type SharedStatus = Arc<Mutex<StatusReport>>;
+
+/// Why the socket could not be served or asked.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error("{path}: {what}: {source}")]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{path}: another homenode daemon is answering on this socket")]
+    InUse { path: PathBuf },
+    #[error("{path}: the answer is not a status report: {reason}")]
+    BadAnswer { path: PathBuf, reason: String },
+}
+
+fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(std::io::Error) -> StatusError + 'a {
+    move |source| StatusError::Io {
+        path: path.to_path_buf(),
+        what,
+        source,
+    }
+}
+
+/// The socket server; dropping it stops answering and removes the socket file.
+pub struct StatusServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StatusServer {
+    /// Binds `path` (creating its directory with mode 0700 if needed) and serves `status`.
+    pub fn start(path: &Path, status: SharedStatus) -> Result<StatusServer, StatusError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(io(dir, "cannot create the socket directory"))?;
+            }
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(StatusError::InUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            // A socket left by a daemon that died.
+            std::fs::remove_file(path).map_err(io(path, "cannot remove the stale socket"))?;
+        }
+        let listener = UnixListener::bind(path).map_err(io(path, "cannot bind"))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io(path, "cannot set mode 0600"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io(path, "cannot make non-blocking"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("homenode-status".into())
+            .spawn(move || serve(&listener, &status, &stop2))
+            .map_err(io(path, "cannot start the server thread"))?;
+        Ok(StatusServer {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for StatusServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve(listener: &UnixListener, status: &SharedStatus, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if let Err(e) = answer(stream, status) {
+                    tracing::debug!("status request: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                tracing::warn!("status socket: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+/// Whether the peer may read the status: root, or the daemon's own user.
+fn peer_allowed(stream: &UnixStream) -> bool {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    match getsockopt(stream, PeerCredentials) {
+        Ok(c) => c.uid() == 0 || c.uid() == nix::unistd::geteuid().as_raw(),
+        Err(_) => false,
+    }
+}
+
+fn answer(stream: UnixStream, status: &SharedStatus) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut w = &stream;
+    if !peer_allowed(&stream) {
+        return w.write_all(b"{\"error\":\"permission denied: only root may ask\"}\n");
+    }
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line)?;
+    if line.trim() != "status" {
+        return w.write_all(b"{\"error\":\"unknown request (known: status)\"}\n");
+    }
+    let json = {
+        let s = status.lock().unwrap_or_else(|p| p.into_inner());
+        serde_json::to_string(&*s).unwrap_or_default()
+    };
+    w.write_all(json.as_bytes())?;
+    w.write_all(b"\n")
+}
+
+/// Asks the daemon at `path` for its status.
+pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
+    let stream = UnixStream::connect(path).map_err(io(
+        path,
+        "cannot connect (is the daemon running, and are you root?)",
+    ))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(io(path, "cannot set a timeout"))?;
+    (&stream)
+        .write_all(b"status\n")
+        .map_err(io(path, "cannot send the request"))?;
+    let mut text = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut text)
+        .map_err(io(path, "cannot read the answer"))?;
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+            return Err(StatusError::BadAnswer {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    serde_json::from_str(&text).map_err(|e| StatusError::BadAnswer {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_and_query() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("sub/homenode.sock");
+        let shared: SharedStatus = Arc::new(Mutex::new(StatusReport {
+            policy: "homenode".into(),
+            intervals: 7,
+            ..StatusReport::default()
+        }));
+        let server = StatusServer::start(&path, shared.clone()).expect("start");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dmode = std::fs::metadata(path.parent().expect("dir"))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(dmode & 0o777, 0o700);
+        let r = query(&path).expect("query");
+        assert_eq!(r.intervals, 7);
+        // A second daemon on the same socket is refused.
+        let e = StatusServer::start(&path, shared).err().expect("in use");
+        assert!(e.to_string().contains("another homenode daemon"), "{e}");
+        drop(server);
+        assert!(!path.exists());
+        let e = query(&path).expect_err("gone");
+        assert!(e.to_string().contains("cannot connect"), "{e}");
+    }
+
+    #[test]
+    fn stale_socket_is_replaced_and_bad_requests_answered() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("h.sock");
+        drop(UnixListener::bind(&path).expect("stale"));
+        let shared: SharedStatus = Arc::new(Mutex::new(StatusReport::default()));
+        let _server = StatusServer::start(&path, shared).expect("replaces stale");
+        let mut s = UnixStream::connect(&path).expect("connect");
+        s.write_all(b"shutdown\n").expect("send");
+        let mut answer = String::new();
+        BufReader::new(&s).read_line(&mut answer).expect("read");
+        assert!(answer.contains("unknown request"), "{answer}");
+    }
+}

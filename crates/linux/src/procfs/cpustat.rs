@@ -1,0 +1,145 @@
+//! `ROOT/proc/stat`: time each CPU spent busy and idle since boot, in clock ticks. The daemon
+//! derives per-node idle CPU capacity from two reads, which counts every task on the node,
+//! including the ones it does not look at closely.
+
+use std::path::Path;
+
+use crate::error::ProcError;
+
+/// One `cpuN` line: ticks since boot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub cpu: usize,
+    /// `idle` + `iowait`: ticks the CPU had nothing to run.
+    pub idle: u64,
+    /// Every column up to `steal` (guest time is already inside `user` and `nice`).
+    pub total: u64,
+}
+
+/// Parses the `cpuN` lines (the aggregate `cpu` line and the other lines are skipped). A line
+/// needs at least the four columns every kernel since 2.4 writes (user nice system idle).
+pub fn parse(text: &str) -> Result<Vec<CpuTimes>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
+        let mut cols = rest.split_ascii_whitespace();
+        let Some(id) = cols.next() else { continue };
+        let Ok(cpu) = id.parse::<usize>() else {
+            // The aggregate `cpu  ...` line: its first column is a number of ticks, not an id,
+            // and it has no digits glued to `cpu`.
+            if rest.starts_with(' ') {
+                continue;
+            }
+            return Err(format!("line {}: `cpu{id}` is not a CPU number", i + 1));
+        };
+        if rest.starts_with(' ') {
+            continue;
+        }
+        let vals: Vec<u64> = cols
+            .take(8)
+            .map(|c| {
+                c.parse::<u64>()
+                    .map_err(|_| format!("line {}: `{c}` is not a number of ticks", i + 1))
+            })
+            .collect::<Result<_, _>>()?;
+        if vals.len() < 4 {
+            return Err(format!(
+                "line {}: cpu{cpu} has {} columns, at least 4 expected (truncated?)",
+                i + 1,
+                vals.len()
+            ));
+        }
+        let iowait = vals.get(4).copied().unwrap_or(0);
+        out.push(CpuTimes {
+            cpu,
+            idle: vals[3].saturating_add(iowait),
+            total: vals.iter().fold(0u64, |a, &v| a.saturating_add(v)),
+        });
+    }
+    if out.is_empty() {
+        return Err("no `cpuN` line".into());
+    }
+    Ok(out)
+}
+
+/// Reads `ROOT/proc/stat`.
+pub fn read(root: &Path) -> Result<Vec<CpuTimes>, ProcError> {
+    let path = root.join("proc/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    parse(&text).map_err(|r| ProcError::parse(&path, r))
+}
+
+/// Idle fraction of each CPU between two reads (CPU id -> 0..=1); CPUs in only one read, or
+/// with no ticks between them, are left out.
+pub fn idle_fractions(earlier: &[CpuTimes], later: &[CpuTimes]) -> Vec<(usize, f64)> {
+    later
+        .iter()
+        .filter_map(|l| {
+            let e = earlier.iter().find(|e| e.cpu == l.cpu)?;
+            let total = l.total.checked_sub(e.total).filter(|&t| t > 0)?;
+            let idle = l.idle.saturating_sub(e.idle).min(total);
+            Some((l.cpu, idle as f64 / total as f64))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "cpu  100 0 50 1000 10 0 0 0 0 0\n\
+cpu0 60 0 30 500 5 0 0 0 0 0\n\
+cpu1 40 0 20 500 5 0 0 0 0 0\n\
+intr 12345 0 0\nctxt 999\nbtime 1700000000\n";
+
+    #[test]
+    fn per_cpu_lines() {
+        let v = parse(TEXT).expect("ok");
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            v[0],
+            CpuTimes {
+                cpu: 0,
+                idle: 505,
+                total: 595
+            }
+        );
+        assert_eq!(v[1].cpu, 1);
+    }
+
+    #[test]
+    fn old_kernels_with_four_columns() {
+        let v = parse("cpu 1 2 3 4\ncpu0 1 2 3 4\n").expect("ok");
+        assert_eq!(
+            v[0],
+            CpuTimes {
+                cpu: 0,
+                idle: 4,
+                total: 10
+            }
+        );
+    }
+
+    #[test]
+    fn malformed() {
+        for (t, want) in [
+            ("cpu0 1 2\n", "at least 4"),
+            ("cpu0 1 2 x 4\n", "`x` is not"),
+            ("cpuZ 1 2 3 4\n", "not a CPU number"),
+            ("intr 1\n", "no `cpuN`"),
+            ("", "no `cpuN`"),
+        ] {
+            let e = parse(t).expect_err(t);
+            assert!(e.contains(want), "{t:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn idle_between_reads() {
+        let a = parse("cpu0 0 0 0 100\ncpu1 0 0 0 100\n").expect("a");
+        let b = parse("cpu0 50 0 0 150\ncpu1 0 0 0 200\ncpu2 0 0 0 9\n").expect("b");
+        assert_eq!(idle_fractions(&a, &b), vec![(0, 0.5), (1, 1.0)]);
+    }
+}

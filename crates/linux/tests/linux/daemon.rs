@@ -1,0 +1,150 @@
+//! The daemon loop on fixture trees (dry run: nothing is called on the live host): what it
+//! reads, which candidates it leaves alone and why, the placement table, and one-line errors
+//! for damaged trees.
+
+use std::path::Path;
+
+use linux::daemon::{Daemon, DaemonConfig};
+
+use crate::common::{copy_fixture, fixture};
+
+fn config(root: &Path) -> DaemonConfig {
+    let mut c = DaemonConfig {
+        dry_run: true,
+        root: root.to_path_buf(),
+        ..DaemonConfig::default()
+    };
+    // Every process is a candidate: the fixtures' CPU times do not change between reads.
+    c.scan.candidate_min_cpu = 0.0;
+    c.placement.homenode.min_rss_mib = 0;
+    c
+}
+
+#[test]
+fn multinode_tree_every_rule_and_the_table() {
+    let root = fixture("multinode-4n");
+    let mut d = Daemon::start(config(&root)).expect("start");
+    assert_eq!(d.host().nr_nodes(), 4);
+    let first = d.interval().expect("interval 1");
+    // The first light pass has no rates yet: no candidates.
+    assert_eq!(first.candidates, 0);
+    let second = d.interval().expect("interval 2");
+    assert!(second.candidates >= 6, "{second:?}");
+    let status = d.status();
+    let s = status.lock().expect("status").clone();
+    assert_eq!(s.nodes.len(), 4);
+    // /proc/stat in the fixture has not changed between the reads: every CPU counts idle.
+    assert_eq!(s.nodes[0].cpus, "0-3");
+    assert_eq!(s.nodes[3].free_bytes, 15_728_640 * 1024);
+    let reason = |pid: u32| {
+        s.processes
+            .iter()
+            .find(|p| p.pid == pid)
+            .unwrap_or_else(|| panic!("pid {pid} not in the table"))
+            .left_alone
+            .clone()
+            .unwrap_or_default()
+    };
+    assert!(reason(1100).contains("memory policy"), "{}", reason(1100));
+    assert!(
+        reason(1200).contains("confined by its cpuset"),
+        "{}",
+        reason(1200)
+    );
+    assert!(
+        reason(1300).contains("pinned by someone else"),
+        "{}",
+        reason(1300)
+    );
+    assert!(reason(1400).contains("real-time"), "{}", reason(1400));
+    assert!(
+        reason(1500).contains("pinned by someone else"),
+        "{}",
+        reason(1500)
+    );
+    assert_eq!(reason(1000), "", "the database may be managed");
+    // Zombies and kernel threads never reach the table.
+    assert!(s.processes.iter().all(|p| ![2, 50, 1600].contains(&p.pid)));
+    for label in [
+        "foreign_mempolicy",
+        "cpuset_confined",
+        "pinned_by_other",
+        "realtime",
+    ] {
+        assert!(
+            s.counters.skipped.contains_key(label),
+            "{:?}",
+            s.counters.skipped
+        );
+    }
+    // Its memory (numa_maps) per node is in the table, in percent.
+    let db = s.processes.iter().find(|p| p.pid == 1000).expect("db");
+    assert_eq!(db.memory_pct.len(), 4);
+    assert!((db.memory_pct.iter().sum::<f64>() - 100.0).abs() < 1e-6);
+    // Dry run: no action was carried out.
+    assert!(
+        s.counters.actions.keys().all(|k| k.ends_with("/dry_run")),
+        "{:?}",
+        s.counters.actions
+    );
+}
+
+#[test]
+fn damaged_trees_give_one_line_errors() {
+    let tmp = copy_fixture("multinode-4n");
+    std::fs::write(tmp.path().join("proc/stat"), "cpu0 1 2\n").expect("damage");
+    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    let e = d.interval().expect_err("bad /proc/stat").to_string();
+    assert!(e.contains("proc/stat") && e.contains("at least 4"), "{e}");
+    assert!(!e.contains('\n'));
+
+    let tmp = copy_fixture("multinode-4n");
+    std::fs::write(
+        tmp.path().join("sys/devices/system/node/node2/meminfo"),
+        "Node 2 MemTotal: lots\n",
+    )
+    .expect("damage");
+    // The topology is read at start, so the daemon does not start.
+    let e = Daemon::start(config(tmp.path()))
+        .err()
+        .expect("bad meminfo")
+        .to_string();
+    assert!(e.contains("node2/meminfo"), "{e}");
+    assert!(!e.contains('\n'));
+
+    // A malformed process file drops that process only.
+    let tmp = copy_fixture("multinode-4n");
+    std::fs::write(tmp.path().join("proc/1000/status"), "Name:\tdb\nTgid: x\n").expect("damage");
+    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    d.interval().expect("interval 1");
+    d.interval().expect("interval 2 goes on");
+    let s = d.status().lock().expect("status").clone();
+    assert!(s.processes.iter().all(|p| p.pid != 1000));
+    assert!(s.counters.scan_errors >= 1);
+}
+
+#[test]
+fn one_node_host_under_fake_numa() {
+    let root = fixture("host-1node");
+    let mut c = config(&root);
+    c.fake_numa = Some(2);
+    let mut d = Daemon::start(c).expect("start");
+    assert_eq!(d.host().nr_nodes(), 2);
+    assert!(d.host().fake);
+    d.interval().expect("1");
+    d.interval().expect("2");
+    let s = d.status().lock().expect("status").clone();
+    assert_eq!(s.fake_numa, Some(2));
+    let pinned = s
+        .processes
+        .iter()
+        .find(|p| p.pid == crate::common::host::PINNED)
+        .expect("taskset sleep");
+    assert!(
+        pinned
+            .left_alone
+            .as_deref()
+            .unwrap_or("")
+            .contains("pinned")
+    );
+}

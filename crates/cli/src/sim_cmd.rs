@@ -61,6 +61,10 @@ pub struct NumaTestArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Node-level placement on top of each scheduler, as the daemon would run it:
+    /// none, homenode or numad, with options (homenode:min_rss_mib=16,interval_s=1).
+    #[arg(long, default_value = "none")]
+    placement: String,
 }
 
 #[derive(Args)]
@@ -75,6 +79,9 @@ pub struct WorkloadArgs {
     seed: u64,
     #[arg(long)]
     json: bool,
+    /// Node-level placement: none, homenode or numad, with options (homenode:min_cpu=0.3).
+    #[arg(long, default_value = "none")]
+    placement: String,
 }
 
 impl Default for NumaTestArgs {
@@ -92,6 +99,7 @@ impl Default for NumaTestArgs {
             summary_only: false,
             stats: false,
             threads: None,
+            placement: "none".into(),
         }
     }
 }
@@ -108,6 +116,12 @@ fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
     Ok(Arc::new(
         topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?,
     ))
+}
+
+/// `--placement`: `None` for `none` without options (the plain scheduler).
+fn placement(arg: &str) -> Result<Option<sim::PlacementSpec>> {
+    let p = sim::PlacementSpec::parse(arg).map_err(|e| anyhow!("--placement {arg}: {e}"))?;
+    Ok((p.policy != "none").then_some(p))
 }
 
 fn numa_test(a: NumaTestArgs) -> Result<()> {
@@ -169,7 +183,9 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             b.inc(1);
         }
     };
-    let cells = nt::run_matrix(&topo, &m, &tick).map_err(|e| anyhow!(e))?;
+    let placement = placement(&a.placement)?;
+    let cells =
+        nt::run_matrix_placed(&topo, &m, placement.as_ref(), &tick).map_err(|e| anyhow!(e))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -254,9 +270,11 @@ fn workload(a: WorkloadArgs) -> Result<()> {
         .map_err(|e| anyhow!("{}: {e}", a.file))?;
     let spec = SchedSpec::parse(&a.sched).map_err(|e| anyhow!(e))?;
     let s = sim::sched::build(&spec, &topo).map_err(|e| anyhow!(e))?;
-    let r = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed)
-        .run()
-        .map_err(|e| anyhow!("{e}"))?;
+    let mut sim = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed);
+    if let Some(p) = placement(&a.placement)? {
+        sim = sim.with_placement(p.build().map_err(|e| anyhow!(e))?);
+    }
+    let r = sim.run().map_err(|e| anyhow!("{e}"))?;
     if a.json {
         let tasks: Vec<serde_json::Value> = r
             .tasks
@@ -270,8 +288,16 @@ fn workload(a: WorkloadArgs) -> Result<()> {
                 })
             })
             .collect();
+        let placement = r.placement.as_ref().map(|p| {
+            serde_json::json!({
+                "policy": a.placement, "decisions": p.decisions, "set_home": p.set_home,
+                "clear_home": p.clear_home, "moves": p.moves, "bytes_moved": p.bytes_moved,
+                "actions": p.log.iter().map(|(at, act)| serde_json::json!({"at_s": *at as f64 / 1e9, "action": act})).collect::<Vec<_>>(),
+            })
+        });
         let out = serde_json::json!({"machine": topo.name, "scheduler": spec.to_string(),
-            "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks});
+            "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks,
+            "placement": placement});
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
@@ -321,6 +347,20 @@ fn workload(a: WorkloadArgs) -> Result<()> {
         c.refused[1],
         c.refused[2]
     );
+    if let Some(p) = &r.placement {
+        outln!(
+            "placement {}: {} decisions, {} homes set, {} cleared, {} memory moves ({} MiB)",
+            a.placement,
+            p.decisions,
+            p.set_home,
+            p.clear_home,
+            p.moves,
+            p.bytes_moved >> 20
+        );
+        for (at, action) in &p.log {
+            outln!("  {:>8.3} s  {action}", *at as f64 / 1e9);
+        }
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod kernel;
 pub mod memory;
 pub mod numa_test;
+pub mod placement;
 pub mod program;
 pub mod rng;
 pub mod sched;
@@ -19,4 +20,5 @@ pub mod sim;
 pub mod time;
 pub mod workload;
 
+pub use placement::{Placement, PlacementSpec};
 pub use sim::{RunError, RunResult, Sim};

@@ -4,6 +4,7 @@
 //! started on (iSched) and the one it ran on most (MSched), and per run AverageUserTime,
 //! ElapsedTime, TotalUserTime and TotalSysTime, plus the disturbance's own time.
 
+use crate::placement::PlacementSpec;
 use crate::rng::SeedTree;
 use crate::sched::{self, SchedSpec};
 use crate::sim::{RunError, RunResult, Sim};
@@ -204,11 +205,32 @@ pub fn run_one(
     params: &NumaTestParams,
     seed: u64,
 ) -> Result<RunResult, String> {
+    run_one_placed(topo, spec, None, params, seed)
+}
+
+/// Run one numa_test with a node-level placement policy on top of the scheduler.
+pub fn run_one_placed(
+    topo: &Arc<Topology>,
+    spec: &SchedSpec,
+    placement: Option<&PlacementSpec>,
+    params: &NumaTestParams,
+    seed: u64,
+) -> Result<RunResult, String> {
     let s = sched::build(spec, topo)?;
     let w = Arc::new(numa_test(params));
-    Sim::new(topo.clone(), w, s, seed)
-        .run()
-        .map_err(|e| e.to_string())
+    let mut sim = Sim::new(topo.clone(), w, s, seed);
+    if let Some(p) = placement {
+        sim = sim.with_placement(p.build()?);
+    }
+    sim.run().map_err(|e| e.to_string())
+}
+
+/// Column label of a scheduler with a placement policy: `o1+homenode`.
+pub fn placed_label(spec: &SchedSpec, placement: Option<&PlacementSpec>) -> String {
+    match placement {
+        Some(p) => format!("{spec}+{p}"),
+        None => spec.to_string(),
+    }
 }
 
 /// The seed of repetition `rep` with `tasks` tasks: the same for every scheduler, so that
@@ -227,10 +249,29 @@ pub fn run_matrix(
     m: &Matrix,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<CellSummary>, String> {
-    // Validate every scheduler spec before running anything.
+    run_matrix_placed(topo, m, None, tick)
+}
+
+/// [`run_matrix`] with a node-level placement policy on top of every scheduler.
+pub fn run_matrix_placed(
+    topo: &Arc<Topology>,
+    m: &Matrix,
+    placement: Option<&PlacementSpec>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<CellSummary>, String> {
+    // Validate every scheduler spec (and the placement) before running anything.
     let mut options = Vec::new();
     for s in &m.scheds {
-        options.push(sched::build(s, topo)?.options());
+        let mut o = sched::build(s, topo)?.options();
+        if let Some(p) = placement {
+            p.build()?;
+            o.push(("placement".into(), p.to_string()));
+            o.push((
+                "placement.interval_s".into(),
+                format!("{}", p.interval as f64 / 1e9),
+            ));
+        }
+        options.push(o);
     }
     let mut jobs = Vec::new();
     for (si, s) in m.scheds.iter().enumerate() {
@@ -247,7 +288,7 @@ pub fn run_matrix(
                 tasks: n,
                 ..m.params.clone()
             };
-            let r = run_one(topo, s, &params, run_seed(m.seed, n, rep))
+            let r = run_one_placed(topo, s, placement, &params, run_seed(m.seed, n, rep))
                 .map_err(|e| format!("{s} N={n} rep {rep}: {e}"));
             tick();
             r.map(|r| figures(&r, topo.nr_nodes()))
@@ -260,7 +301,12 @@ pub fn run_matrix(
             let runs: Vec<RunFigures> = (0..m.reps)
                 .map(|_| it.next().unwrap_or(Err("missing".into())))
                 .collect::<Result<_, _>>()?;
-            out.push(summarise(&s.to_string(), &options[si], n, &runs));
+            out.push(summarise(
+                &placed_label(s, placement),
+                &options[si],
+                n,
+                &runs,
+            ));
         }
     }
     Ok(out)

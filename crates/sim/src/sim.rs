@@ -3,6 +3,7 @@
 
 use crate::engine::Event;
 use crate::kernel::{Counters, Kernel};
+use crate::placement::{Placement, PlacementStats};
 use crate::program::Workload;
 use crate::rng::SeedTree;
 use crate::sched::CpuScheduler;
@@ -57,12 +58,16 @@ pub struct RunResult {
     pub stale_events: u64,
     /// Busy time per CPU.
     pub cpu_busy_ns: Vec<Ns>,
+    /// What the node-level placement policy did, when one ran.
+    pub placement: Option<PlacementStats>,
 }
 
 /// A simulation in progress; `step` handles one event, so tests can single-step.
 pub struct Sim {
     pub k: Kernel,
     pub sched: Box<dyn CpuScheduler>,
+    /// Node-level placement (the daemon's policies), when asked for.
+    pub placement: Option<Placement>,
     limit: Ns,
 }
 
@@ -78,6 +83,7 @@ impl Sim {
         Sim {
             k,
             sched,
+            placement: None,
             limit: 3600 * SEC,
         }
     }
@@ -88,10 +94,33 @@ impl Sim {
         self
     }
 
-    /// Handle the next event. Returns false when nothing is left to do.
+    /// Run a node-level placement policy every `p.interval` of simulated time.
+    pub fn with_placement(mut self, p: Placement) -> Self {
+        self.placement = Some(p);
+        self
+    }
+
+    /// Handle the next event (or a placement decision due before it). Returns false when
+    /// nothing is left to do.
     pub fn step(&mut self) -> Result<bool, RunError> {
         if self.k.is_done() {
             return Ok(false);
+        }
+        if let Some(p) = &mut self.placement {
+            // Decide only while something is still to happen, so that a stuck run is still
+            // reported as stuck.
+            if self.k.events.peek_time().is_some_and(|t| t >= p.next) {
+                if p.next > self.limit {
+                    return Err(RunError::TimeLimit {
+                        limit_s: self.limit / SEC,
+                        live: self.k.live_tasks,
+                    });
+                }
+                self.k.now = p.next;
+                p.decide(&mut self.k);
+                self.k.refresh_contention();
+                return Ok(true);
+            }
         }
         let Some((time, ev)) = self.k.events.pop() else {
             if self.k.is_done() {
@@ -177,6 +206,7 @@ impl Sim {
             events: k.events.handled,
             stale_events: k.events.popped - k.events.handled,
             cpu_busy_ns: k.rqs.iter().map(|r| r.busy_ns).collect(),
+            placement: self.placement.as_ref().map(|p| p.stats.clone()),
             tasks,
         }
     }

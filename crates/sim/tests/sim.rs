@@ -14,6 +14,8 @@ mod determinism;
 mod golden;
 #[path = "sim/memory.rs"]
 mod memory;
+#[path = "sim/placement.rs"]
+mod placement;
 #[path = "sim/props.rs"]
 mod props;
 #[path = "sim/schedulers.rs"]

@@ -448,3 +448,39 @@ fn closed_stdout_is_not_a_panic() {
         o.status.code()
     );
 }
+
+#[test]
+fn numa_test_with_a_placement_policy() {
+    let base = [
+        "sim",
+        "numa-test",
+        "--machine",
+        SMALL,
+        "--sched",
+        "o1",
+        "--tasks",
+        "4",
+        "--reps",
+        "1",
+        "--size",
+        "400000",
+        "--passes",
+        "20",
+        "--no-disturb",
+        "--summary-only",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--placement", "homenode:min_rss_mib=4,interval_s=0.2"]);
+    let out = ok(&args);
+    assert!(
+        out.contains("o1+homenode:min_rss_mib=4,interval_s=0.2"),
+        "{out}"
+    );
+    assert!(out.contains("placement.interval_s=0.2"), "{out}");
+    let mut bad = base.to_vec();
+    bad.extend(["--placement", "homenode:min_rss=4"]);
+    fails(&bad, &["--placement homenode:min_rss=4", "min_rss"]);
+    let mut bad = base.to_vec();
+    bad.extend(["--placement", "autonuma"]);
+    fails(&bad, &["unknown placement policy `autonuma`"]);
+}

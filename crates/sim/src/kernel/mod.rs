@@ -8,6 +8,7 @@
 //! memory-bound tasks are recomputed whenever the set of running memory-bound tasks changes.
 //! Idle CPUs post no events unless some runqueue holds a task waiting for a CPU.
 
+mod affinity;
 pub mod cost;
 mod exec;
 mod rates;

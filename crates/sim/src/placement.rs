@@ -1,0 +1,346 @@
+//! Node-level placement in the simulator: the same policies the live daemon runs (crate
+//! `policy`), driven every `interval` of simulated time on top of any CPU-level scheduler.
+//!
+//! Each interval the model is observed exactly as the daemon observes a Linux host, and only
+//! through the fields the daemon fills:
+//! - per process: CPU use over the interval (user + system of its threads, in CPUs), per
+//!   thread CPU use and the node of its CPU, the share of its user time per node, the node
+//!   where most of its threads are, its resident bytes per node, its original CPU mask;
+//! - per node: idle CPUs over the interval (from the runqueues' busy time) and free memory.
+//!
+//! Actions are applied as the daemon applies them: `SetHome` sets every live thread's
+//! affinity (a running thread is pushed to an allowed CPU, [`Kernel::set_affinity`]) and
+//! marks the home node in reports; `ClearHome` gives back the original masks; `MoveMemory`
+//! migrates page groups with the kernel model's migration cost, charged as system time to a
+//! thread of the process (its threads wait while their pages are copied; the daemon's own CPU
+//! time is not modelled).
+
+use std::collections::BTreeMap;
+
+use policy::{Action, NodePolicy, NodeView, PlacementConfig, ProcessView, Snapshot, ThreadView};
+use topo::{CpuSet, NodeId};
+
+use crate::kernel::task::TaskState;
+use crate::kernel::{Kernel, TaskId};
+use crate::time::{Ns, SEC};
+
+/// A placement policy with its interval, as given on the command line:
+/// `homenode[:key=value,...]`, where the keys are the policy's parameters (docs/PLACEMENT.md)
+/// plus `interval_s`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacementSpec {
+    pub policy: String,
+    pub config: PlacementConfig,
+    pub interval: Ns,
+    /// The options as given, for labels.
+    pub options: Vec<(String, String)>,
+}
+
+impl PlacementSpec {
+    /// Parses `name[:k=v,...]`. Errors name the key and list the valid ones.
+    pub fn parse(s: &str) -> Result<PlacementSpec, String> {
+        let (name, opts) = s.split_once(':').unwrap_or((s, ""));
+        let name = name.trim();
+        if !policy::POLICIES.iter().any(|(n, _)| *n == name) {
+            let names: Vec<&str> = policy::POLICIES.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "unknown placement policy `{name}` (known: {})",
+                names.join(", ")
+            ));
+        }
+        let mut interval = 2 * SEC;
+        let mut table = toml::Table::new();
+        let mut options = Vec::new();
+        for kv in opts.split(',').filter(|kv| !kv.trim().is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("placement option `{kv}`: expected key=value"))?;
+            let (k, v) = (k.trim(), v.trim());
+            options.push((k.to_string(), v.to_string()));
+            if k == "interval_s" {
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| x.is_finite() && *x >= 0.01)
+                    .ok_or_else(|| {
+                        format!("placement option interval_s = {v}: a number of seconds >= 0.01")
+                    })?;
+                interval = (secs * SEC as f64) as Ns;
+                continue;
+            }
+            let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(v.to_string()));
+            table.insert(k.to_string(), value);
+        }
+        let mut config = PlacementConfig::default();
+        if !table.is_empty() {
+            if name == "none" {
+                return Err("placement `none` has no options".into());
+            }
+            let mut outer = toml::Table::new();
+            outer.insert(name.to_string(), toml::Value::Table(table));
+            config = toml::Value::Table(outer)
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    format!("placement {name}: {}", e.message().replace('\n', " "))
+                })?;
+        }
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(PlacementSpec {
+            policy: name.to_string(),
+            config,
+            interval,
+            options,
+        })
+    }
+
+    pub fn build(&self) -> Result<Placement, String> {
+        let policy = policy::build(&self.policy, &self.config).map_err(|e| e.to_string())?;
+        Ok(Placement::new(policy, self.interval))
+    }
+}
+
+impl std::fmt::Display for PlacementSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.policy)?;
+        for (i, (k, v)) in self.options.iter().enumerate() {
+            write!(f, "{}{k}={v}", if i == 0 { ":" } else { "," })?;
+        }
+        Ok(())
+    }
+}
+
+/// What placement did over a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlacementStats {
+    pub decisions: u64,
+    pub set_home: u64,
+    pub clear_home: u64,
+    pub moves: u64,
+    pub bytes_moved: u64,
+    /// Every action with the simulated time it was applied at.
+    pub log: Vec<(Ns, Action)>,
+}
+
+/// Per process, the counters at the previous decision.
+#[derive(Clone, Debug, Default)]
+struct Prev {
+    /// Per task: user + system ns, and user ns per node.
+    tasks: BTreeMap<TaskId, (f64, Vec<f64>)>,
+}
+
+/// The placement layer of one run.
+pub struct Placement {
+    policy: Box<dyn NodePolicy + Send>,
+    pub interval: Ns,
+    /// Time of the next decision.
+    pub next: Ns,
+    prev: BTreeMap<usize, Prev>,
+    prev_busy: Vec<Ns>,
+    original: BTreeMap<usize, CpuSet>,
+    homes: BTreeMap<usize, Vec<NodeId>>,
+    pub stats: PlacementStats,
+}
+
+impl Placement {
+    pub fn new(policy: Box<dyn NodePolicy + Send>, interval: Ns) -> Placement {
+        Placement {
+            policy,
+            interval: interval.max(1),
+            next: interval.max(1),
+            prev: BTreeMap::new(),
+            prev_busy: Vec::new(),
+            original: BTreeMap::new(),
+            homes: BTreeMap::new(),
+            stats: PlacementStats::default(),
+        }
+    }
+
+    /// One decision at `k.now`: observe, decide, apply.
+    pub fn decide(&mut self, k: &mut Kernel) {
+        for cpu in 0..k.rqs.len() {
+            if let Some(t) = k.rqs[cpu].curr {
+                k.settle(t);
+            }
+        }
+        let snap_procs = self.observe(k);
+        let nodes = self.nodes(k);
+        let interval = self.interval;
+        let topo = k.topo.clone();
+        let snap = Snapshot {
+            topo: &topo,
+            now_ns: k.now,
+            interval_ns: interval,
+            nodes,
+            processes: snap_procs,
+        };
+        let actions = self.policy.decide(&snap);
+        self.stats.decisions += 1;
+        for a in actions {
+            self.apply(k, &a);
+            self.stats.log.push((k.now, a));
+        }
+        self.next = k.now + self.interval;
+    }
+
+    fn observe(&mut self, k: &Kernel) -> Vec<ProcessView> {
+        let n = k.topo.nr_nodes();
+        let secs = self.interval as f64 / SEC as f64;
+        let mut out = Vec::new();
+        let mut seen = BTreeMap::new();
+        for (pi, p) in k.procs.iter().enumerate() {
+            if p.threads_alive == 0 {
+                continue;
+            }
+            let live: Vec<TaskId> = p
+                .threads
+                .iter()
+                .copied()
+                .filter(|&t| k.tasks[t].exited.is_none())
+                .collect();
+            let Some(&main) = live.first() else { continue };
+            let original = self
+                .original
+                .entry(pi)
+                .or_insert_with(|| k.tasks[main].affinity.clone())
+                .clone();
+            let prev = self.prev.get(&pi);
+            let mut cur = Prev::default();
+            let mut cpu_ns = 0.0;
+            let mut node_ns = vec![0.0; n];
+            let mut per_thread = Vec::new();
+            // Every thread the process ever had, so time of threads that exited during the
+            // interval is counted (as the kernel's process totals include it).
+            for &t in &p.threads {
+                let task = &k.tasks[t];
+                let total = task.user_ns + task.sys_ns;
+                let (ptotal, pnode) = prev
+                    .and_then(|pr| pr.tasks.get(&t).cloned())
+                    .unwrap_or((0.0, vec![0.0; n]));
+                let d = (total - ptotal).max(0.0);
+                cpu_ns += d;
+                for (x, (a, b)) in task.node_user_ns.iter().zip(&pnode).enumerate() {
+                    node_ns[x] += (a - b).max(0.0);
+                }
+                cur.tasks.insert(t, (total, task.node_user_ns.clone()));
+                if task.exited.is_none() {
+                    per_thread.push(ThreadView {
+                        tid: t as u32,
+                        cpu_use: d / self.interval as f64,
+                        node: Some(k.node_of(task.cpu)),
+                    });
+                }
+            }
+            seen.insert(pi, cur);
+            let mut v = ProcessView::new(&k.topo, p.pid as u32);
+            v.start_time = k.tasks[p.threads[0]].created;
+            v.comm = k.workload.programs[p.program].name.clone();
+            v.threads = p.threads_alive;
+            v.cpu_use = cpu_ns / 1e9 / secs;
+            let total: f64 = node_ns.iter().sum();
+            v.node_runtime = node_ns
+                .iter()
+                .map(|x| if total > 0.0 { x / total } else { 0.0 })
+                .collect();
+            v.per_thread = per_thread;
+            v.node_bytes = p.node_bytes(n);
+            v.current_node = majority_node(k, &live);
+            v.allowed_nodes = (0..n)
+                .filter(|&x| k.topo.node_cpus(x).intersects(&original))
+                .collect();
+            v.allowed_cpus = original;
+            v.home = self.homes.get(&pi).cloned().unwrap_or_default();
+            out.push(v);
+        }
+        self.prev = seen;
+        self.homes.retain(|pi, _| k.procs[*pi].threads_alive > 0);
+        out
+    }
+
+    fn nodes(&mut self, k: &Kernel) -> Vec<NodeView> {
+        let busy: Vec<Ns> = k.rqs.iter().map(|r| r.busy_ns).collect();
+        let prev = std::mem::replace(&mut self.prev_busy, busy.clone());
+        (0..k.topo.nr_nodes())
+            .map(|x| {
+                let cpus = k.topo.node_cpus(x);
+                let busy_ns: f64 = cpus
+                    .iter()
+                    .map(|c| busy[c].saturating_sub(prev.get(c).copied().unwrap_or(0)) as f64)
+                    .sum();
+                let n = cpus.count() as f64;
+                NodeView {
+                    free_bytes: k.mem.capacity[x].saturating_sub(k.mem.used[x]),
+                    cpu_idle: (n - busy_ns / self.interval as f64).clamp(0.0, n),
+                    numa: None,
+                }
+            })
+            .collect()
+    }
+
+    fn apply(&mut self, k: &mut Kernel, a: &Action) {
+        let Some(pi) = k.procs.iter().position(|p| p.pid as u32 == a.pid()) else {
+            return;
+        };
+        let p = &k.procs[pi];
+        if p.threads_alive == 0 || k.tasks[p.threads[0]].created != a.start_time() {
+            return;
+        }
+        let live: Vec<TaskId> = p
+            .threads
+            .iter()
+            .copied()
+            .filter(|&t| k.tasks[t].exited.is_none())
+            .collect();
+        match a {
+            Action::SetHome { nodes, cpus, .. } => {
+                self.stats.set_home += 1;
+                for &t in &live {
+                    k.set_affinity(t, cpus);
+                    k.tasks[t].home_node = nodes.first().copied();
+                }
+                self.homes.insert(pi, nodes.clone());
+            }
+            Action::ClearHome { .. } => {
+                self.stats.clear_home += 1;
+                let original = self
+                    .original
+                    .get(&pi)
+                    .cloned()
+                    .unwrap_or_else(|| k.topo.all_cpus());
+                for &t in &live {
+                    k.set_affinity(t, &original);
+                    k.tasks[t].home_node = None;
+                }
+                self.homes.remove(&pi);
+            }
+            Action::MoveMemory {
+                from, to, bytes, ..
+            } => {
+                self.stats.moves += 1;
+                // Charge a thread that is not asleep if there is one (its next work waits).
+                let charge = live
+                    .iter()
+                    .copied()
+                    .find(|&t| matches!(k.tasks[t].state, TaskState::Running | TaskState::Runnable))
+                    .or(live.first().copied());
+                let moved = k.migrate_memory(pi, *from, *to, *bytes, charge);
+                self.stats.bytes_moved += moved;
+            }
+        }
+    }
+}
+
+fn majority_node(k: &Kernel, tasks: &[TaskId]) -> Option<NodeId> {
+    let mut count = vec![0u32; k.topo.nr_nodes()];
+    for &t in tasks {
+        count[k.node_of(k.tasks[t].cpu)] += 1;
+    }
+    count
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+        .map(|(i, _)| i)
+}

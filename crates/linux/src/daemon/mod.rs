@@ -118,6 +118,8 @@ pub struct Daemon {
     last: BTreeMap<ProcessKey, (String, String, u64)>,
     /// Processes counted in `skipped` already.
     counted: BTreeSet<ProcessKey>,
+    /// Files whose read error was logged already.
+    warned: BTreeSet<PathBuf>,
     prev_cpustat: Option<Vec<CpuTimes>>,
     started: Instant,
     intervals: u64,
@@ -158,6 +160,7 @@ impl Daemon {
             never: BTreeMap::new(),
             last: BTreeMap::new(),
             counted: BTreeSet::new(),
+            warned: BTreeSet::new(),
             prev_cpustat: None,
             started: Instant::now(),
             intervals: 0,
@@ -233,12 +236,22 @@ impl Daemon {
         let now = Instant::now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
-        let sample = self
-            .sampler
-            .sample(&self.cfg.root, &self.host, &self.cfg.scan, &managed)?;
+        let sample = self.sampler.sample(
+            &self.cfg.root,
+            &self.host,
+            &self.cfg.scan,
+            &managed,
+            &self.cfg.rules,
+        )?;
         let sample_cpu_s = thread_cpu_s() - cpu0;
         for e in &sample.full.errors {
-            tracing::warn!("scan: {e}");
+            // Once per file: a process whose file cannot be read (EACCES on PID 1 in a
+            // container, say) stays unreadable, and is dropped from every scan.
+            if self.warned.insert(e.path().to_path_buf()) {
+                tracing::warn!("scan: {e} (the process is skipped; said once)");
+            } else {
+                tracing::debug!("scan: {e}");
+            }
         }
         let cpustat = cpustat::read(&self.cfg.root)?;
         let idle = self
@@ -558,8 +571,24 @@ fn still_ours(root: &Path, key: ProcessKey, mask: &CpuSet) -> Result<bool, Daemo
 }
 
 fn log_restore(r: &RestoreReport) {
+    use journal::RestoreOutcome as O;
     for (k, comm, o) in &r.outcomes {
-        tracing::info!("pid {} ({comm}): restore: {o:?}", k.pid);
+        let what = match o {
+            O::Restored {
+                threads_restored,
+                threads_unchanged,
+                changed_by_others,
+                threads_gone,
+            } => format!(
+                "restored {threads_restored} threads ({threads_unchanged} already at their original mask, {changed_by_others} changed by someone else and left so, {threads_gone} gone)"
+            ),
+            O::Gone => "exited: nothing to restore".into(),
+            O::PidReused { starttime_now } => {
+                format!("PID reused (start time now {starttime_now}): not touched")
+            }
+            O::Failed { error } => format!("restore failed: {error}"),
+        };
+        tracing::info!("pid {} ({comm}): {what}", k.pid);
     }
 }
 

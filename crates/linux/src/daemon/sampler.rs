@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::Pid;
 use crate::error::ProcError;
+use crate::exclude::{Rules, comm_matches};
 use crate::procfs;
 use crate::rates::{self, ProcessRate, Rates};
 use crate::sample::{NumaMapsSelect, NumaSample, ProcessKey, ScanOptions, ScanResult, Scanner};
@@ -100,6 +101,7 @@ impl Sampler {
         host: &Host,
         cfg: &ScanConfig,
         managed: &BTreeSet<ProcessKey>,
+        rules: &Rules,
     ) -> Result<Sample, ProcError> {
         let now = Instant::now();
         let interval_s = self
@@ -110,7 +112,9 @@ impl Sampler {
         let mut candidates: Vec<Pid> = light
             .iter()
             .filter(|l| {
-                managed.contains(&l.light.key) || l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
+                managed.contains(&l.light.key)
+                    || (l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
+                        && !ruled_out(rules, l.light.key.pid, &l.light.comm))
             })
             .map(|l| l.light.key.pid)
             .collect();
@@ -278,6 +282,23 @@ impl Sampler {
     }
 }
 
+/// Whether the configuration rules out the process from what the light pass knows (PID and
+/// command), so that it needs no full read: an exclusion by PID or command, or an include list
+/// made only of PIDs and commands that does not name it. Rules on users and cgroups need the
+/// full read and are left to the verdict.
+fn ruled_out(rules: &Rules, pid: Pid, comm: &str) -> bool {
+    let names = |m: &crate::exclude::Matcher| {
+        m.pids.contains(&pid) || m.comms.iter().any(|c| comm_matches(c, comm))
+    };
+    if names(&rules.exclude) {
+        return true;
+    }
+    match &rules.include {
+        Some(inc) if inc.uids.is_empty() && inc.cgroups.is_empty() => !names(inc),
+        _ => false,
+    }
+}
+
 /// `PID/stat` under `proc_root`, parsed; `None` when gone or malformed.
 fn read_stat(proc_root: &Path, pid: Pid, buf: &mut Vec<u8>) -> Option<crate::procfs::Stat> {
     use std::io::Read as _;
@@ -307,5 +328,31 @@ fn clone_scan(s: &ScanResult) -> ScanResult {
         gone: s.gone,
         kernel_threads: s.kernel_threads,
         errors: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exclude::Matcher;
+
+    #[test]
+    fn rules_known_from_the_light_pass() {
+        let mut r = Rules::default();
+        assert!(!ruled_out(&r, 10, "java"));
+        r.exclude.comms.insert("postgres".into());
+        r.exclude.pids.insert(11);
+        assert!(ruled_out(&r, 10, "postgres"));
+        assert!(ruled_out(&r, 11, "java"));
+        assert!(!ruled_out(&r, 12, "java"));
+        r.include = Some(Matcher {
+            comms: ["java".to_string()].into(),
+            ..Matcher::default()
+        });
+        assert!(!ruled_out(&r, 12, "java"));
+        assert!(ruled_out(&r, 12, "python3"));
+        // An include list by user needs the full read to decide.
+        r.include.as_mut().expect("include").uids.insert(1000);
+        assert!(!ruled_out(&r, 12, "python3"));
     }
 }

@@ -12,8 +12,12 @@ mod cost;
 mod determinism;
 #[path = "sim/golden.rs"]
 mod golden;
+#[path = "sim/historic.rs"]
+mod historic;
 #[path = "sim/memory.rs"]
 mod memory;
+#[path = "sim/probe.rs"]
+mod probe;
 #[path = "sim/props.rs"]
 mod props;
 #[path = "sim/schedulers.rs"]

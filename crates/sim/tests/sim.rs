@@ -22,3 +22,5 @@ mod probe;
 mod props;
 #[path = "sim/schedulers.rs"]
 mod schedulers;
+#[path = "sim/workloads.rs"]
+mod workloads;

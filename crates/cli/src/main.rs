@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod bench_cmd;
+mod experiments_cmd;
 mod sim_cmd;
 
 use anyhow::Result;
@@ -36,6 +37,8 @@ enum Cmd {
     },
     /// List the CPU-level schedulers.
     Schedulers,
+    /// The classic scheduler comparisons (experiments/*.toml): list, run, write reports.
+    Experiments(experiments_cmd::ExperimentsArgs),
     /// Benchmark this host: numa_test with per-node time, compared with a simulation.
     Bench(bench_cmd::BenchArgs),
 }
@@ -54,6 +57,7 @@ fn main() {
     let r: Result<()> = match cli.cmd {
         Cmd::Sim(a) => sim_cmd::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
+        Cmd::Experiments(a) => experiments_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
         Cmd::Schedulers => (|| -> Result<()> {
             for (n, d) in sim::sched::SCHEDULERS {

@@ -4,5 +4,7 @@
 mod bench;
 #[path = "cli/common.rs"]
 mod common;
+#[path = "cli/experiments.rs"]
+mod experiments;
 #[path = "cli/sim.rs"]
 mod sim;

@@ -91,7 +91,8 @@ pub fn least_loaded_exec(
     cpu: CpuId,
     stay_below: Option<usize>,
 ) -> ExecPlacement {
-    if stay_below.is_some_and(|n| k.nr_running(cpu) + 1 <= n) {
+    // The new task is not queued yet: `nr_running + 1 <= n`.
+    if stay_below.is_some_and(|n| k.nr_running(cpu) < n) {
         return ExecPlacement::default();
     }
     let allowed = &k.tasks[task].affinity;

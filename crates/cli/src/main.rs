@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod bench_cmd;
+mod experiments_cmd;
 mod run_cmd;
 mod sim_cmd;
 
@@ -37,6 +38,8 @@ enum Cmd {
     },
     /// List the CPU-level schedulers.
     Schedulers,
+    /// The classic scheduler comparisons (experiments/*.toml): list, run, write reports.
+    Experiments(experiments_cmd::ExperimentsArgs),
     /// Benchmark this host: numa_test with per-node time, compared with a simulation.
     Bench(bench_cmd::BenchArgs),
     /// The placement daemon: give busy processes a home node on this host (root).
@@ -75,6 +78,7 @@ fn main() {
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::Status(a) => run_cmd::status(a),
         Cmd::Topo(a) => run_cmd::topo(a),
+        Cmd::Experiments(a) => experiments_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
         Cmd::Schedulers => (|| -> Result<()> {
             for (n, d) in sim::sched::SCHEDULERS {

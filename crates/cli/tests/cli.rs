@@ -4,6 +4,8 @@
 mod bench;
 #[path = "cli/common.rs"]
 mod common;
+#[path = "cli/experiments.rs"]
+mod experiments;
 #[path = "cli/run.rs"]
 mod run;
 #[path = "cli/sim.rs"]

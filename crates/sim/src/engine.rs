@@ -20,6 +20,8 @@ pub enum Event {
     Wake { task: u32 },
     /// A workload-level timer (for example: start the disturbance at t = 3 s).
     Timer { id: u32 },
+    /// The scheduler's own periodic timer (for example PMQS's inter-pool balancer).
+    SchedTimer,
 }
 
 #[derive(Debug)]

@@ -6,9 +6,11 @@
 //! - [`sched`]: the CPU-level schedulers (plug-ins);
 //! - [`memory`]: page groups, placement policies, per-node capacity;
 //! - [`workload`]: numa_test and the TOML workload format;
-//! - [`sim`]: one run; [`numa_test`]: the numa_test experiment matrix and its report.
+//! - [`sim`]: one run; [`numa_test`]: the numa_test experiment matrix and its report;
+//! - [`experiments`]: the classic comparisons from `experiments/*.toml`, with reports.
 
 pub mod engine;
+pub mod experiments;
 pub mod kernel;
 pub mod memory;
 pub mod numa_test;

@@ -79,7 +79,10 @@ impl Sim {
         seed: u64,
     ) -> Self {
         let params = sched.kernel_params();
-        let k = Kernel::new(topo, workload, params, &SeedTree::new(seed));
+        let mut k = Kernel::new(topo, workload, params, &SeedTree::new(seed));
+        if let Some(period) = sched.timer_period() {
+            k.events.push(period, Event::SchedTimer);
+        }
         Sim {
             k,
             sched,
@@ -143,7 +146,7 @@ impl Sim {
         let live = match ev {
             Event::CpuBoundary { cpu, epoch } => self.k.rqs[cpu as usize].epoch == epoch,
             Event::Balance { cpu, epoch } => self.k.rqs[cpu as usize].balance_epoch == epoch,
-            Event::Wake { .. } | Event::Timer { .. } => true,
+            Event::Wake { .. } | Event::Timer { .. } | Event::SchedTimer => true,
         };
         if !live {
             return Ok(true);
@@ -154,9 +157,21 @@ impl Sim {
             Event::Balance { cpu, .. } => self.k.on_balance(s, cpu as usize),
             Event::Wake { task } => self.k.wake(s, task as usize),
             Event::Timer { id } => self.k.launch(s, id as usize),
+            Event::SchedTimer => self.on_sched_timer(),
         }
         self.k.refresh_contention();
         Ok(!self.k.is_done())
+    }
+
+    /// The scheduler's periodic timer: run it, and post the next one only while something
+    /// else is pending, so that a run where nothing else can happen is still found stuck.
+    fn on_sched_timer(&mut self) {
+        self.sched.on_timer(&mut self.k);
+        if let Some(period) = self.sched.timer_period()
+            && !self.k.events.is_empty()
+        {
+            self.k.events.push(self.k.now + period, Event::SchedTimer);
+        }
     }
 
     /// Run to completion.

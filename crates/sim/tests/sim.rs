@@ -10,13 +10,21 @@ mod conservation;
 mod cost;
 #[path = "sim/determinism.rs"]
 mod determinism;
+#[path = "sim/experiments.rs"]
+mod experiments;
 #[path = "sim/golden.rs"]
 mod golden;
+#[path = "sim/historic.rs"]
+mod historic;
 #[path = "sim/memory.rs"]
 mod memory;
 #[path = "sim/placement.rs"]
 mod placement;
+#[path = "sim/probe.rs"]
+mod probe;
 #[path = "sim/props.rs"]
 mod props;
 #[path = "sim/schedulers.rs"]
 mod schedulers;
+#[path = "sim/workloads.rs"]
+mod workloads;

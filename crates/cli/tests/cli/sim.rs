@@ -166,8 +166,16 @@ fn unknown_scheduler_is_named_with_the_valid_ones() {
     );
     let f = scratch("tiny-for-sched.toml", TINY_WORKLOAD);
     fails(
-        &["sim", "workload", &f, "--machine", SMALL, "--sched", "pmqs"],
-        &["pmqs", "node-affine-static"],
+        &[
+            "sim",
+            "workload",
+            &f,
+            "--machine",
+            SMALL,
+            "--sched",
+            "lottery",
+        ],
+        &["lottery", "pmqs", "node-affine-static"],
     );
 }
 

@@ -38,6 +38,7 @@ impl QueueBalancer {
 
     /// Find the busiest queue among `span` as seen by `this`; `weight(cpu)` adds a bonus to a
     /// queue's load (node-affine schedulers count tasks that belong to `this`'s node).
+    /// Uses the 2.5.39 threshold ([`Threshold::HalfDiff`]).
     pub fn find_busiest(
         &mut self,
         k: &Kernel,
@@ -45,6 +46,20 @@ impl QueueBalancer {
         span: &CpuSet,
         idle: IdleType,
         imbalance_pct: u32,
+        weight: impl Fn(CpuId) -> usize,
+    ) -> Option<Busiest> {
+        let rule = Threshold::HalfDiff(imbalance_pct);
+        self.find_busiest_by(k, this, span, idle, rule, weight)
+    }
+
+    /// [`QueueBalancer::find_busiest`] with an explicit threshold rule.
+    pub fn find_busiest_by(
+        &mut self,
+        k: &Kernel,
+        this: CpuId,
+        span: &CpuSet,
+        idle: IdleType,
+        rule: Threshold,
         weight: impl Fn(CpuId) -> usize,
     ) -> Option<Busiest> {
         let idle = idle.is_idle();
@@ -72,13 +87,30 @@ impl QueueBalancer {
             }
         }
         let cpu = busiest?;
-        let imbalance = max_load.saturating_sub(nr_running) / 2;
-        let threshold = (max_load * (imbalance_pct.max(100) as usize - 100)).div_ceil(100);
-        if imbalance == 0 || (!idle && imbalance < threshold) {
+        let diff = max_load.saturating_sub(nr_running);
+        let imbalance = diff / 2;
+        let refused = match rule {
+            Threshold::HalfDiff(pct) => {
+                let threshold = (max_load * (pct.max(100) as usize - 100)).div_ceil(100);
+                !idle && imbalance < threshold
+            }
+            // 2.6.0: a busy CPU needs `diff * 100 >= max_load * (pct - 100)`.
+            Threshold::Diff(pct) => !idle && diff * 100 < max_load * (pct.max(100) as usize - 100),
+        };
+        if imbalance == 0 || refused {
             return None;
         }
         Some(Busiest { cpu, imbalance })
     }
+}
+
+/// When a busy CPU considers an imbalance worth acting on (idle CPUs always act).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threshold {
+    /// 2.5.39: half the difference must reach `(pct - 100)%` of the busiest load (rounded up).
+    HalfDiff(u32),
+    /// 2.6.0: the whole difference must reach `(pct - 100)%` of the busiest load.
+    Diff(u32),
 }
 
 /// Waiting tasks of `cpu`'s queue in the order the O(1) balancer considers them: expired

@@ -2,16 +2,26 @@
 //! forked or exec'ed task goes, where a woken task goes, and what periodic, idle and
 //! new-idle load balancing does. docs/POLICIES.md describes each in prose.
 
+mod aa;
 mod balance;
 pub mod domain;
+mod linux26;
 mod node_affine;
+mod node_balance;
 mod o1;
 mod options;
+mod pmqs;
+mod simple_numa;
+mod wake;
 
-pub use balance::{QueueBalancer, pull_order};
+pub use aa::Aa;
+pub use balance::{QueueBalancer, Threshold, pull_order};
+pub use linux26::Linux26Numa;
 pub use node_affine::NodeAffine;
 pub use o1::O1;
 pub use options::{SchedOptions, SchedSpec};
+pub use pmqs::Pmqs;
+pub use simple_numa::SimpleNuma;
 
 use crate::kernel::{Kernel, KernelParams, TaskId};
 use crate::time::Ns;
@@ -73,6 +83,12 @@ pub trait CpuScheduler: Send {
     fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {
         k.tasks[task].home_node
     }
+    /// Period of the scheduler's own machine-wide timer, if it has one (default: none).
+    fn timer_period(&self) -> Option<Ns> {
+        None
+    }
+    /// The machine-wide timer fired (only called when `timer_period` is set).
+    fn on_timer(&mut self, _k: &mut Kernel) {}
 }
 
 /// Names of all CPU-level schedulers.
@@ -82,12 +98,36 @@ pub const SCHEDULERS: &[(&str, &str)] = &[
         "A: the 2.5 O(1) scheduler, NUMA-oblivious (one flat balancing domain)",
     ),
     (
+        "o1-steal1",
+        "B: O(1) stealing at most one task per balancing call (2.4.18 base)",
+    ),
+    (
+        "simple-numa",
+        "C: simple NUMA (exec to least loaded node, cross-node every 10th balance)",
+    ),
+    (
+        "pool",
+        "D: pooling NUMA scheduler (remote steals after pool_delay)",
+    ),
+    (
         "node-affine-static",
         "E: node-affine, initial load balancing, static homenode",
     ),
     (
         "node-affine-dynamic",
         "F: node-affine, no initial balancing, homenode = node with most memory",
+    ),
+    (
+        "aa",
+        "Arcangeli's multi-queue: own node first, remote pull only when the node is idle",
+    ),
+    (
+        "pmqs",
+        "IBM pooled multi-queue: pool-local search, periodic inter-pool push (500 ms)",
+    ),
+    (
+        "linux-2.6-numa",
+        "the 2.6.0 kernel's NUMA scheduler (node rebalance 5/400 ms, exec balancing)",
     ),
 ];
 
@@ -96,6 +136,12 @@ pub fn build(spec: &SchedSpec, topo: &topo::Topology) -> Result<Box<dyn CpuSched
     let mut opts = SchedOptions::new(&spec.name, &spec.options);
     let s: Box<dyn CpuScheduler> = match spec.name.as_str() {
         "o1" => Box::new(O1::new(topo, &mut opts)?),
+        "o1-steal1" => Box::new(O1::steal1(topo, &mut opts)?),
+        "simple-numa" => Box::new(SimpleNuma::new(topo, &mut opts)?),
+        "pool" => Box::new(NodeAffine::pool(topo, &mut opts)?),
+        "aa" => Box::new(Aa::new(topo, &mut opts)?),
+        "pmqs" => Box::new(Pmqs::new(topo, &mut opts)?),
+        "linux-2.6-numa" => Box::new(Linux26Numa::new(topo, &mut opts)?),
         "node-affine-static" => Box::new(NodeAffine::new(topo, false, &mut opts)?),
         "node-affine-dynamic" => Box::new(NodeAffine::new(topo, true, &mut opts)?),
         other => {

@@ -14,6 +14,8 @@
 //!   moved to that node's least loaded CPU, and its memory is allocated there.
 //! - `node-affine-dynamic` (F): no exec placement; the homenode is recomputed whenever it is
 //!   needed as the node holding most of the task's memory.
+//! - `pool` (D): the pooling scheduler underneath, without homenodes (no bonus, nothing is
+//!   drawn home); exec placement on the least loaded node only with `initial_lb=on`.
 
 use super::balance::{QueueBalancer, pull, pull_order};
 use super::domain::Domains;
@@ -24,8 +26,19 @@ use crate::kernel::{Kernel, KernelParams, TaskId, TaskState};
 use crate::time::{MS, Ns};
 use topo::{CpuId, CpuSet, NodeId, Topology};
 
+/// Which scheduler of the family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// E: homenode chosen at exec, memory allocated there.
+    Static,
+    /// F: homenode = node holding most of the memory.
+    Dynamic,
+    /// D: pools without homenodes; exec balancing when `initial_lb`.
+    Pool { initial_lb: bool },
+}
+
 pub struct NodeAffine {
-    dynamic: bool,
+    flavor: Flavor,
     p: O1Params,
     /// Remote steal delay for an idle CPU (scaled by distance / 10).
     delay_idle: Ns,
@@ -44,7 +57,24 @@ pub struct NodeAffine {
 
 impl NodeAffine {
     pub fn new(topo: &Topology, dynamic: bool, o: &mut SchedOptions) -> Result<Self, String> {
+        let flavor = if dynamic {
+            Flavor::Dynamic
+        } else {
+            Flavor::Static
+        };
+        Self::with_flavor(topo, flavor, o)
+    }
+
+    /// Scheduler D, `pool`: options `pool_delay` (idle CPUs), `pool_delay_busy` and
+    /// `initial_lb` (off by default, as in the A-F comparison).
+    pub fn pool(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+        let initial_lb = o.flag("initial_lb", false)?;
+        Self::with_flavor(topo, Flavor::Pool { initial_lb }, o)
+    }
+
+    fn with_flavor(topo: &Topology, flavor: Flavor, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
+        let pool = matches!(flavor, Flavor::Pool { .. });
         let n = topo.nr_cpus();
         let node_spans: Vec<CpuSet> = (0..topo.nr_nodes())
             .map(|i| topo.node_cpus(i).clone())
@@ -58,11 +88,20 @@ impl NodeAffine {
             p.level("NODE", per_cpu_node),
             p.level("NUMA", vec![topo.all_cpus(); n]),
         ];
+        let idle_key = if pool {
+            "pool_delay"
+        } else {
+            "pool_delay_idle"
+        };
         Ok(NodeAffine {
-            dynamic,
-            delay_idle: o.duration("pool_delay_idle", 0)?,
+            flavor,
+            delay_idle: o.duration(idle_key, 0)?,
             delay_busy: o.duration("pool_delay_busy", 200 * MS)?,
-            home_bonus: o.uint("home_bonus", 1)? as usize,
+            home_bonus: if pool {
+                0
+            } else {
+                o.uint("home_bonus", 1)? as usize
+            },
             d: Domains::new(levels, n),
             node_qb: QueueBalancer::new(n),
             remote_qb: QueueBalancer::new(n),
@@ -73,8 +112,10 @@ impl NodeAffine {
     }
 
     fn home(&self, k: &Kernel, t: TaskId) -> Option<NodeId> {
-        if !self.dynamic {
-            return k.tasks[t].home_node;
+        match self.flavor {
+            Flavor::Static => return k.tasks[t].home_node,
+            Flavor::Pool { .. } => return None,
+            Flavor::Dynamic => {}
         }
         let task = &k.tasks[t];
         if task.state != TaskState::Exited {
@@ -152,15 +193,21 @@ impl NodeAffine {
 
 impl CpuScheduler for NodeAffine {
     fn name(&self) -> &'static str {
-        if self.dynamic {
-            "node-affine-dynamic"
-        } else {
-            "node-affine-static"
+        match self.flavor {
+            Flavor::Static => "node-affine-static",
+            Flavor::Dynamic => "node-affine-dynamic",
+            Flavor::Pool { .. } => "pool",
         }
     }
 
     fn options(&self) -> Vec<(String, String)> {
         let mut v = self.p.describe();
+        if let Flavor::Pool { initial_lb } = self.flavor {
+            v.push(("pool_delay".into(), fmt_duration(self.delay_idle)));
+            v.push(("pool_delay_busy".into(), fmt_duration(self.delay_busy)));
+            v.push(("initial_lb".into(), on_off(initial_lb).into()));
+            return v;
+        }
         v.push(("pool_delay_idle".into(), fmt_duration(self.delay_idle)));
         v.push(("pool_delay_busy".into(), fmt_duration(self.delay_busy)));
         v.push(("home_bonus".into(), self.home_bonus.to_string()));
@@ -194,9 +241,13 @@ impl CpuScheduler for NodeAffine {
     }
 
     fn exec(&mut self, k: &Kernel, task: TaskId, _cpu: CpuId) -> ExecPlacement {
-        if self.dynamic {
-            return ExecPlacement::default();
-        }
+        let with_home = match self.flavor {
+            Flavor::Static => true,
+            Flavor::Pool { initial_lb: true } => false,
+            Flavor::Dynamic | Flavor::Pool { initial_lb: false } => {
+                return ExecPlacement::default();
+            }
+        };
         // Least loaded node per CPU among the nodes the task may run on (ties: lowest id),
         // then its least loaded allowed CPU.
         let allowed = &k.tasks[task].affinity;
@@ -213,12 +264,16 @@ impl CpuScheduler for NodeAffine {
             .min_by_key(|&c| (k.nr_running(c), c));
         ExecPlacement {
             cpu,
-            home: Some(node),
-            alloc_on_home: true,
+            home: with_home.then_some(node),
+            alloc_on_home: with_home,
         }
     }
 
     fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {
         self.home(k, task)
     }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
 }

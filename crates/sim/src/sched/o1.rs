@@ -27,12 +27,17 @@ pub struct O1Params {
 impl O1Params {
     /// Read the 2.5.39 defaults and their overrides.
     pub fn from_options(o: &mut SchedOptions) -> Result<Self, String> {
+        Self::with_max_pull(o, 0)
+    }
+
+    /// As [`O1Params::from_options`], with another default for `max_pull`.
+    pub fn with_max_pull(o: &mut SchedOptions, max_pull: u64) -> Result<Self, String> {
         let d = KernelParams::default();
         Ok(O1Params {
             busy_interval: o.duration("busy_interval", 200 * MS)?.max(1),
             idle_interval: o.duration("idle_interval", MS)?.max(1),
             imbalance_pct: o.uint("imbalance_pct", 125)?.clamp(100, 1000) as u32,
-            max_pull: o.uint("max_pull", 0)? as usize,
+            max_pull: o.uint("max_pull", max_pull)? as usize,
             kernel: KernelParams {
                 // 2.5 O(1): slices from 10 ms (nice 19) to 300 ms (nice -20); nice 0 gets
                 // 10 + 290 * 19/39 ms.
@@ -120,6 +125,7 @@ pub fn balance_level(
 }
 
 pub struct O1 {
+    name: &'static str,
     p: O1Params,
     d: Domains,
     qb: QueueBalancer,
@@ -127,10 +133,20 @@ pub struct O1 {
 
 impl O1 {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
-        let p = O1Params::from_options(o)?;
+        Self::build(topo, "o1", O1Params::from_options(o)?)
+    }
+
+    /// Scheduler B, `o1-steal1`: the same balancer, moving at most one task per call (the
+    /// 2.4.18-based O(1) variant of the A-F comparison).
+    pub fn steal1(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+        Self::build(topo, "o1-steal1", O1Params::with_max_pull(o, 1)?)
+    }
+
+    fn build(topo: &Topology, name: &'static str, p: O1Params) -> Result<Self, String> {
         let n = topo.nr_cpus();
         let d = Domains::new(vec![p.level("FLAT", vec![topo.all_cpus(); n])], n);
         Ok(O1 {
+            name,
             qb: QueueBalancer::new(n),
             d,
             p,
@@ -140,7 +156,7 @@ impl O1 {
 
 impl CpuScheduler for O1 {
     fn name(&self) -> &'static str {
-        "o1"
+        self.name
     }
 
     fn options(&self) -> Vec<(String, String)> {

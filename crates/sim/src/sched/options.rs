@@ -120,6 +120,26 @@ impl SchedOptions {
         })
     }
 
+    /// A duration option that may also be `off` (None).
+    pub fn duration_or_off(
+        &mut self,
+        key: &'static str,
+        default: Option<Ns>,
+    ) -> Result<Option<Ns>, String> {
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
+        if v == "off" {
+            return Ok(None);
+        }
+        parse_duration(&v).map(Some).ok_or_else(|| {
+            format!(
+                "scheduler `{}` option `{key}`: `{v}` is not a duration (e.g. 500ms, 1s) or `off`",
+                self.sched
+            )
+        })
+    }
+
     pub fn uint(&mut self, key: &'static str, default: u64) -> Result<u64, String> {
         let Some(v) = self.take(key) else {
             return Ok(default);

@@ -61,6 +61,11 @@ fn tasks_never_run_outside_their_affinity() {
             }
             assert_eq!(n, 4, "{s}");
             // There was pressure to break the mask: balancers wanted to move pinned tasks.
+            // (Not for pmqs: it never looks outside the pool except through its 500 ms
+            // inter-pool balancer, and this run ends before that first fires.)
+            if s == "pmqs" {
+                continue;
+            }
             assert!(
                 k.counters.refused[Refusal::Affinity as usize] > 0,
                 "{s} seed {seed}: no balancer ever tried to move a pinned task ({:?})",

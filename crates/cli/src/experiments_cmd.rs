@@ -1,0 +1,135 @@
+//! `homenode experiments list|run`: the classic comparisons described by `experiments/*.toml`.
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use sim::experiments::{self, ExperimentSpec};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct ExperimentsArgs {
+    /// Directory of experiment files (default: `experiments/` here if it exists, else the
+    /// files built into homenode).
+    #[arg(long, global = true)]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: ExpCmd,
+}
+
+#[derive(Subcommand)]
+enum ExpCmd {
+    /// List the experiments.
+    List,
+    /// Run one experiment (or all) and write its report, charts and JSON.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Experiment name (see `homenode experiments list`).
+    name: Option<String>,
+    /// Run every experiment.
+    #[arg(long, conflicts_with = "name")]
+    all: bool,
+    /// Output directory (default: results/NAME/; with --all, DIR/NAME/).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the results as JSON on stdout (the files are written too).
+    #[arg(long)]
+    json: bool,
+    /// Repetitions per cell instead of the file's.
+    #[arg(long)]
+    reps: Option<u32>,
+}
+
+pub fn run(a: ExperimentsArgs) -> Result<()> {
+    let dir = a.dir.or_else(|| {
+        let here = PathBuf::from("experiments");
+        here.is_dir().then_some(here)
+    });
+    let all = experiments::load_all(dir.as_deref())?;
+    match a.cmd {
+        ExpCmd::List => {
+            for e in &all {
+                outln!("{:<22} {}", e.name, e.title);
+            }
+            Ok(())
+        }
+        ExpCmd::Run(r) => run_some(&all, r),
+    }
+}
+
+fn run_some(all: &[ExperimentSpec], r: RunArgs) -> Result<()> {
+    let chosen: Vec<ExperimentSpec> = match (&r.name, r.all) {
+        (Some(n), false) => vec![experiments::find(all, n)?],
+        (None, true) => all.to_vec(),
+        _ => bail!("name an experiment or give --all (see `homenode experiments list`)"),
+    };
+    let start = Instant::now();
+    let mut docs = Vec::new();
+    for e in &chosen {
+        let out = match (&r.out, r.all) {
+            (Some(d), false) => d.clone(),
+            (Some(d), true) => d.join(&e.name),
+            (None, _) => Path::new("results").join(&e.name),
+        };
+        let t0 = Instant::now();
+        let done = AtomicU64::new(0);
+        let verbose = std::io::stderr().is_terminal();
+        let tick = || {
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if verbose && n % 10 == 0 {
+                eprint!("\r{}: {n} runs", e.name);
+            }
+        };
+        let o = experiments::run(e, r.reps, &tick)?;
+        write_files(&out, &o)?;
+        if verbose {
+            eprint!("\r");
+        }
+        eprintln!(
+            "{}: {} runs in {:.1} s, report in {}",
+            e.name,
+            done.load(Ordering::Relaxed),
+            t0.elapsed().as_secs_f64(),
+            out.join("report.md").display()
+        );
+        if r.json {
+            docs.push(o.json());
+        } else {
+            out!("{}", o.markdown);
+        }
+    }
+    if r.json {
+        out!("{}", join_json(&docs));
+    }
+    if chosen.len() > 1 {
+        eprintln!("all experiments: {:.1} s", start.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+/// One JSON document for one experiment, an array for several.
+fn join_json(docs: &[String]) -> String {
+    if docs.len() == 1 {
+        return docs[0].clone();
+    }
+    format!("[\n{}]\n", docs.join(",\n"))
+}
+
+fn write_files(dir: &Path, o: &experiments::Outcome) -> Result<()> {
+    let ctx = |p: &Path| format!("cannot write {}", p.display());
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("{}: {e}", ctx(dir)))?;
+    let mut files = vec![
+        ("report.md".to_string(), o.markdown.clone()),
+        ("results.json".to_string(), o.json()),
+    ];
+    files.extend(o.charts.iter().cloned());
+    for (name, text) in files {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("{}: {e}", ctx(&p)))?;
+    }
+    Ok(())
+}

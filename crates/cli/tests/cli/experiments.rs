@@ -1,0 +1,92 @@
+//! `homenode experiments`.
+
+use crate::common::*;
+
+const TINY: &str = r#"
+name = "tiny"
+title = "tiny numa_test"
+machine = "nodes=2,cpus-per-node=2"
+schedulers = ["o1", "aa"]
+reps = 1
+
+[numa_test]
+tasks = [2]
+problem_size = 20000
+tables = ["average_user_time", "elapsed_time"]
+"#;
+
+#[test]
+fn lists_the_shipped_experiments() {
+    let out = ok(&["experiments", "list"]);
+    for n in ["azusa-a-to-f", "tx7-node-affine", "wildfire-pmqs-vs-aa"] {
+        assert!(out.contains(n), "{out}");
+    }
+}
+
+#[test]
+fn runs_one_and_writes_report_charts_and_json() {
+    let file = scratch_in("exp-ok", "tiny.toml", TINY);
+    let dir = std::path::Path::new(&file)
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let out = dir.join("out");
+    let d = dir.to_string_lossy().into_owned();
+    let o = out.to_string_lossy().into_owned();
+    let md = ok(&["experiments", "--dir", &d, "run", "tiny", "--out", &o]);
+    assert!(
+        md.contains("# tiny numa_test") && md.contains("| N | `o1` | `aa` |"),
+        "{md}"
+    );
+    for f in [
+        "report.md",
+        "results.json",
+        "average_user_time.svg",
+        "elapsed_time.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let json = ok(&[
+        "experiments",
+        "--dir",
+        &d,
+        "run",
+        "tiny",
+        "--out",
+        &o,
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["spec"]["name"], "tiny");
+    // Same seed, same bytes.
+    let again = ok(&[
+        "experiments",
+        "--dir",
+        &d,
+        "run",
+        "tiny",
+        "--out",
+        &o,
+        "--json",
+    ]);
+    assert_eq!(json, again);
+}
+
+#[test]
+fn bad_experiment_file_is_one_line() {
+    let file = scratch_in("exp-bad", "bad.toml", &TINY.replace("reps = 1", "repz = 1"));
+    let dir = std::path::Path::new(&file)
+        .parent()
+        .expect("dir")
+        .to_string_lossy()
+        .into_owned();
+    fails_with(
+        &["experiments", "--dir", &dir, "list"],
+        &["bad.toml:6:", "repz"],
+    );
+    fails_with(
+        &["experiments", "run", "nope"],
+        &["unknown experiment `nope`", "azusa-a-to-f"],
+    );
+    fails_with(&["experiments", "run"], &["--all"]);
+}

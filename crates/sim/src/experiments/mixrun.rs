@@ -1,0 +1,108 @@
+//! kbuild + bonnie mix experiments: each scheduler runs the mix `reps` times (the same seeds
+//! for every scheduler); the figure is each build's wall time (its make's life).
+
+use super::spec::{ExperimentSpec, MixSection};
+use crate::numa_test::run_seed;
+use crate::sched;
+use crate::sim::Sim;
+use crate::time::secs;
+use crate::workload::mix::make_name;
+use crate::workload::{BonnieParams, KbuildParams, MixParams, mix};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::sync::Arc;
+use topo::Topology;
+
+/// Build times of one scheduler, seconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BuildTimes {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+/// One scheduler's column.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixCell {
+    pub scheduler: String,
+    pub reps: u32,
+    /// Every build's wall time, run by run (`builds` per run).
+    pub build_s: Vec<f64>,
+    pub build: BuildTimes,
+    /// Wall time until the last task exited, mean over runs.
+    pub elapsed_s: f64,
+    /// Moves between nodes per run (mean).
+    pub node_migrations: f64,
+}
+
+pub fn params(m: &MixSection) -> MixParams {
+    MixParams {
+        builds: m.builds,
+        kbuild: KbuildParams {
+            jobs: m.jobs,
+            parallelism: m.parallelism,
+            ..Default::default()
+        },
+        bonnies: m.bonnies,
+        bonnie: BonnieParams::default(),
+    }
+}
+
+/// (build wall times, elapsed, node migrations) of one run.
+type RunOut = (Vec<f64>, f64, u64);
+
+pub fn run(
+    spec: &ExperimentSpec,
+    m: &MixSection,
+    topo: &Arc<Topology>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<MixCell>, String> {
+    let w = Arc::new(mix(&params(m)));
+    let scheds = spec.sched_specs();
+    let jobs: Vec<(usize, u32)> = (0..scheds.len())
+        .flat_map(|s| (0..spec.reps).map(move |r| (s, r)))
+        .collect();
+    let runs: Vec<Result<RunOut, String>> = jobs
+        .par_iter()
+        .map(|&(s, rep)| {
+            let sch = sched::build(&scheds[s], topo)?;
+            let seed = run_seed(spec.seed, m.builds, rep);
+            let r = Sim::new(topo.clone(), w.clone(), sch, seed)
+                .run()
+                .map_err(|e| format!("{} rep {rep}: {e}", scheds[s]))?;
+            tick();
+            let builds = (0..m.builds)
+                .map(|b| {
+                    let name = make_name(b);
+                    r.tasks
+                        .iter()
+                        .find(|t| t.program == name)
+                        .map_or(0.0, |t| secs(t.exited - t.created))
+                })
+                .collect();
+            Ok((builds, secs(r.end_ns), r.counters.node_migrations))
+        })
+        .collect();
+    let mut it = runs.into_iter();
+    let mut cells = Vec::new();
+    for s in &scheds {
+        let mine: Vec<RunOut> = (0..spec.reps)
+            .map(|_| it.next().unwrap_or(Err("missing run".into())))
+            .collect::<Result<_, _>>()?;
+        let all: Vec<f64> = mine.iter().flat_map(|r| r.0.iter().copied()).collect();
+        let n = mine.len().max(1) as f64;
+        cells.push(MixCell {
+            scheduler: s.to_string(),
+            reps: spec.reps,
+            build: BuildTimes {
+                min: all.iter().copied().fold(f64::INFINITY, f64::min),
+                max: all.iter().copied().fold(0.0, f64::max),
+                mean: all.iter().sum::<f64>() / all.len().max(1) as f64,
+            },
+            elapsed_s: mine.iter().map(|r| r.1).sum::<f64>() / n,
+            node_migrations: mine.iter().map(|r| r.2 as f64).sum::<f64>() / n,
+            build_s: all,
+        });
+    }
+    Ok(cells)
+}

@@ -1,0 +1,200 @@
+//! The markdown report and its charts: the effective scheduler options, then one table per
+//! figure (rows N, one column per scheduler, mean(stddev) seconds) with its chart and the
+//! model assumptions that drive it.
+
+use super::assumptions;
+use super::spec::{Metric, NumaTestSection};
+use super::svg::{Series, bar_chart, line_chart};
+use super::{MixCell, Outcome};
+use crate::numa_test::{CellSummary, MeanStd};
+use std::fmt::Write as _;
+use topo::Topology;
+
+/// (markdown, charts).
+pub fn write(o: &Outcome, topo: &Topology) -> (String, Vec<(String, String)>) {
+    let mut md = String::new();
+    let e = &o.spec;
+    let _ = writeln!(md, "# {}\n", e.title);
+    if !e.description.is_empty() {
+        let _ = writeln!(md, "{}\n", e.description.trim());
+    }
+    let _ = writeln!(
+        md,
+        "Machine `{}`, {} repetitions per cell, seed {}. Produced by `homenode experiments run {}`; \
+         every figure comes from the simulator's model (docs/MODEL.md), nothing is fitted to \
+         published results.\n",
+        e.machine, e.reps, e.seed, e.name
+    );
+    let _ = writeln!(md, "## Schedulers and their effective options\n");
+    let _ = writeln!(md, "| column | options |\n| --- | --- |");
+    for (name, opts) in &o.options {
+        let list: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(md, "| `{name}` | {} |", list.join(", "));
+    }
+    md.push('\n');
+    let mut charts = Vec::new();
+    if let Some(n) = &e.numa_test {
+        numa_tables(&mut md, &mut charts, o, n, topo);
+    } else {
+        mix_table(&mut md, &mut charts, &o.mix, topo);
+    }
+    (md, charts)
+}
+
+fn metric_of(c: &CellSummary, m: Metric) -> MeanStd {
+    match m {
+        Metric::AverageUserTime => c.avg_user_s,
+        Metric::TotalUserTime => c.total_user_s,
+        Metric::ElapsedTime => c.elapsed_s,
+        Metric::TotalSysTime => c.total_sys_s,
+        Metric::HackbenchTime => c.hackbench_s,
+    }
+}
+
+fn cell<'a>(o: &'a Outcome, sched: &str, n: u32) -> Option<&'a CellSummary> {
+    o.numa_test
+        .iter()
+        .find(|c| c.scheduler == sched && c.tasks == n)
+}
+
+fn numa_tables(
+    md: &mut String,
+    charts: &mut Vec<(String, String)>,
+    o: &Outcome,
+    n: &NumaTestSection,
+    topo: &Topology,
+) {
+    let scheds: Vec<String> = o.options.iter().map(|(s, _)| s.clone()).collect();
+    let assume = assumptions::memory_bound(topo);
+    let quiet = if n.no_hackbench.is_empty() {
+        String::new()
+    } else {
+        let ns: Vec<String> = n.no_hackbench.iter().map(|t| t.to_string()).collect();
+        format!(
+            "N = {} ran without hackbench (H is 0 there). ",
+            ns.join(", ")
+        )
+    };
+    for &m in &n.tables {
+        let _ = writeln!(md, "## {} [s], mean(stddev)\n", m.label());
+        header_row(md, "N", &scheds);
+        let mut series: Vec<Series> = scheds
+            .iter()
+            .map(|s| Series {
+                label: s.clone(),
+                points: Vec::new(),
+            })
+            .collect();
+        for &t in &n.tasks {
+            let _ = write!(md, "| {t} |");
+            for (i, s) in scheds.iter().enumerate() {
+                match cell(o, s, t) {
+                    Some(c) => {
+                        let v = metric_of(c, m);
+                        series[i].points.push((f64::from(t), v.mean));
+                        let _ = write!(md, " {v} |");
+                    }
+                    None => md.push_str(" - |"),
+                }
+            }
+            md.push('\n');
+        }
+        let file = format!("{}.svg", m.key());
+        let _ = writeln!(md, "\n{quiet}![{}]({file})\n", m.label());
+        let _ = writeln!(md, "Model assumptions behind this table:\n\n{assume}");
+        let title = format!("{}: {} on {}", o.spec.name, m.label(), o.spec.machine);
+        charts.push((file, line_chart(&title, "N (tasks)", "seconds", &series)));
+    }
+    if let Some(base) = &n.gain_over {
+        gain_table(md, o, n, base, &scheds, &assume);
+    }
+}
+
+fn header_row(md: &mut String, first: &str, cols: &[String]) {
+    let _ = write!(md, "| {first} |");
+    for c in cols {
+        let _ = write!(md, " `{c}` |");
+    }
+    let _ = write!(md, "\n| --- |");
+    for _ in cols {
+        md.push_str(" --- |");
+    }
+    md.push('\n');
+}
+
+fn gain_table(
+    md: &mut String,
+    o: &Outcome,
+    n: &NumaTestSection,
+    base: &str,
+    scheds: &[String],
+    assume: &str,
+) {
+    let others: Vec<String> = scheds.iter().filter(|s| *s != base).cloned().collect();
+    let _ = writeln!(
+        md,
+        "## Relative gain over `{base}` [%]\n\n(base - other) / base x 100 of the means: \
+         positive means shorter than `{base}`.\n"
+    );
+    let cols: Vec<String> = n
+        .tables
+        .iter()
+        .flat_map(|m| others.iter().map(move |s| format!("{} {s}", m.key())))
+        .collect();
+    header_row(md, "N", &cols);
+    for &t in &n.tasks {
+        let _ = write!(md, "| {t} |");
+        for &m in &n.tables {
+            for s in &others {
+                let g = match (cell(o, base, t), cell(o, s, t)) {
+                    (Some(b), Some(x)) if metric_of(b, m).mean > 0.0 => {
+                        let (b, x) = (metric_of(b, m).mean, metric_of(x, m).mean);
+                        format!("{:+.1}", 100.0 * (b - x) / b)
+                    }
+                    _ => "-".into(),
+                };
+                let _ = write!(md, " {g} |");
+            }
+        }
+        md.push('\n');
+    }
+    let _ = writeln!(md, "\nModel assumptions behind this table:\n\n{assume}");
+}
+
+fn mix_table(md: &mut String, charts: &mut Vec<(String, String)>, cells: &[MixCell], t: &Topology) {
+    let _ = writeln!(md, "## Build wall time [s]\n");
+    let _ = writeln!(
+        md,
+        "| scheduler | min-max | mean | runs | elapsed (mean) | node moves per run |\n\
+         | --- | --- | --- | --- | --- | --- |"
+    );
+    let mut bars = Vec::new();
+    for c in cells {
+        let _ = writeln!(
+            md,
+            "| `{}` | {:.2}-{:.2} | {:.2} | {} | {:.2} | {:.0} |",
+            c.scheduler,
+            c.build.min,
+            c.build.max,
+            c.build.mean,
+            c.reps,
+            c.elapsed_s,
+            c.node_migrations
+        );
+        bars.push((c.scheduler.clone(), c.build.mean, c.build.min, c.build.max));
+    }
+    let _ = writeln!(
+        md,
+        "\nEach build's wall time is its make's life; min, max and mean are over every build of \
+         every repetition.\n\n![build wall time](build_time.svg)\n"
+    );
+    let _ = writeln!(
+        md,
+        "Model assumptions behind this table:\n\n{}",
+        assumptions::io_mix(t)
+    );
+    charts.push((
+        "build_time.svg".into(),
+        bar_chart("Build wall time (mean, min-max)", "seconds", &bars),
+    ));
+}

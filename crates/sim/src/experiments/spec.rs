@@ -1,0 +1,210 @@
+//! Experiment files (`experiments/*.toml`): what to run, read strictly. Every error is one
+//! line naming the file, the line and the key (unknown keys list the valid ones).
+
+use super::ExperimentError;
+use crate::sched::{self, SchedSpec};
+use serde::{Deserialize, Serialize};
+
+/// One experiment as written in its file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentSpec {
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    pub machine: String,
+    /// Scheduler specs, one column each (`pool:pool_delay=0,initial_lb=off`).
+    pub schedulers: Vec<String>,
+    pub reps: u32,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub numa_test: Option<NumaTestSection>,
+    pub mix: Option<MixSection>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// A numa_test experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumaTestSection {
+    pub tasks: Vec<u32>,
+    pub problem_size: u64,
+    /// Task counts run without the hackbench disturbance.
+    #[serde(default)]
+    pub no_hackbench: Vec<u32>,
+    /// Tables to print, one per metric, in this order.
+    pub tables: Vec<Metric>,
+    /// Add a table of the relative gain of every other scheduler over this one.
+    #[serde(default)]
+    pub gain_over: Option<String>,
+}
+
+/// A figure of the numa_test summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    AverageUserTime,
+    TotalUserTime,
+    ElapsedTime,
+    TotalSysTime,
+    HackbenchTime,
+}
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::AverageUserTime => "AverageUserTime (U)",
+            Metric::TotalUserTime => "TotalUserTime (TU)",
+            Metric::ElapsedTime => "ElapsedTime (E)",
+            Metric::TotalSysTime => "TotalSysTime",
+            Metric::HackbenchTime => "HackbenchTime (H)",
+        }
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::AverageUserTime => "average_user_time",
+            Metric::TotalUserTime => "total_user_time",
+            Metric::ElapsedTime => "elapsed_time",
+            Metric::TotalSysTime => "total_sys_time",
+            Metric::HackbenchTime => "hackbench_time",
+        }
+    }
+}
+
+/// A kbuild + bonnie mix experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixSection {
+    pub builds: u32,
+    pub jobs: u32,
+    pub parallelism: u32,
+    pub bonnies: u32,
+}
+
+impl ExperimentSpec {
+    /// Parse and check an experiment file's text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<ExperimentSpec, ExperimentError> {
+        let spec: ExperimentSpec = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(0, |s| line_of(text, s.start));
+            ExperimentError::Parse {
+                file: file.into(),
+                line,
+                msg: e.message().replace('\n', " "),
+            }
+        })?;
+        spec.check(text, file)?;
+        Ok(spec)
+    }
+
+    fn check(&self, text: &str, file: &str) -> Result<(), ExperimentError> {
+        let err = |key: &str, msg: String| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, key),
+            msg,
+        };
+        let topo = topo::resolve_machine(&self.machine)
+            .map_err(|e| err("machine", format!("machine: {e}")))?;
+        if self.schedulers.is_empty() {
+            return Err(err("schedulers", "schedulers: the list is empty".into()));
+        }
+        for (i, s) in self.schedulers.iter().enumerate() {
+            let spec = SchedSpec::parse(s).map_err(|e| err("schedulers", e))?;
+            sched::build(&spec, &topo)
+                .map_err(|e| err("schedulers", format!("schedulers[{i}]: {e}")))?;
+            if self.schedulers[..i].contains(s) {
+                return Err(err("schedulers", format!("schedulers: `{s}` given twice")));
+            }
+        }
+        if self.reps == 0 {
+            return Err(err("reps", "reps: must be at least 1".into()));
+        }
+        match (&self.numa_test, &self.mix) {
+            (Some(n), None) => n.check(self, text, file),
+            (None, Some(m)) => m.check(text, file),
+            _ => Err(err(
+                "name",
+                "give exactly one of the sections [numa_test] and [mix]".into(),
+            )),
+        }
+    }
+
+    pub fn sched_specs(&self) -> Vec<SchedSpec> {
+        // Checked at parse time.
+        self.schedulers
+            .iter()
+            .filter_map(|s| SchedSpec::parse(s).ok())
+            .collect()
+    }
+}
+
+impl NumaTestSection {
+    fn check(&self, e: &ExperimentSpec, text: &str, file: &str) -> Result<(), ExperimentError> {
+        let err = |key: &str, msg: &str| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, key),
+            msg: format!("{key}: {msg}"),
+        };
+        if self.tasks.is_empty() || self.tasks.contains(&0) {
+            return Err(err(
+                "tasks",
+                "give at least one task count, each at least 1",
+            ));
+        }
+        if self.no_hackbench.iter().any(|n| !self.tasks.contains(n)) {
+            return Err(err("no_hackbench", "every entry must also be in `tasks`"));
+        }
+        if self.problem_size == 0 {
+            return Err(err("problem_size", "must be at least 1"));
+        }
+        if self.tables.is_empty() {
+            return Err(err("tables", "give at least one table"));
+        }
+        if let Some(g) = &self.gain_over
+            && !e.schedulers.contains(g)
+        {
+            return Err(err("gain_over", "must be one of `schedulers`"));
+        }
+        Ok(())
+    }
+}
+
+impl MixSection {
+    fn check(&self, text: &str, file: &str) -> Result<(), ExperimentError> {
+        let err = |key: &str| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, key),
+            msg: format!("{key}: must be at least 1"),
+        };
+        for (key, v) in [
+            ("builds", self.builds),
+            ("jobs", self.jobs),
+            ("parallelism", self.parallelism),
+        ] {
+            if v == 0 {
+                return Err(err(key));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 1-based line of byte offset `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+/// Line where `key = ...` is set (0 if not found).
+fn key_line(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map_or(0, |i| i + 1)
+}

@@ -1,0 +1,67 @@
+//! bonnie: a disk benchmark process (bonnie++), mostly blocked on I/O.
+//!
+//! It repeats `ops` times: a short burst of system time (the file system and the copy of one
+//! block), a little user time (bonnie's own loop), then a wait for the disk. It keeps a small
+//! buffer that it first-touches at the start.
+
+use crate::memory::MemPolicy;
+use crate::program::{Phase, Program, RegionSpec};
+use crate::time::{MS, Ns};
+
+/// Parameters of one bonnie process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BonnieParams {
+    /// I/O operations.
+    pub ops: u32,
+    /// Kernel cycles per operation (file system, block copy).
+    pub sys_cycles: f64,
+    /// User cycles per operation.
+    pub user_cycles: f64,
+    /// Disk wait per operation.
+    pub io_wait: Ns,
+    pub io_jitter: f64,
+    /// Its buffer (MiB).
+    pub buffer_mib: u64,
+}
+
+impl Default for BonnieParams {
+    fn default() -> Self {
+        BonnieParams {
+            ops: 6000,
+            sys_cycles: 400_000.0,
+            user_cycles: 100_000.0,
+            io_wait: 10 * MS,
+            io_jitter: 0.5,
+            buffer_mib: 1,
+        }
+    }
+}
+
+/// The bonnie program.
+pub fn bonnie_program(p: &BonnieParams, name: &str) -> Program {
+    Program {
+        name: name.into(),
+        regions: vec![RegionSpec {
+            name: "buffer".into(),
+            bytes: p.buffer_mib << 20,
+            policy: MemPolicy::FirstTouch,
+        }],
+        phases: vec![
+            Phase::Touch { region: 0 },
+            Phase::Loop { count: p.ops },
+            Phase::Kernel {
+                cycles: p.sys_cycles,
+            },
+            Phase::Compute {
+                cycles: p.user_cycles,
+            },
+            Phase::Sleep {
+                ns: p.io_wait,
+                jitter: p.io_jitter,
+            },
+            Phase::EndLoop,
+        ],
+        job: false,
+        affinity: None,
+    }
+}

@@ -8,6 +8,7 @@
 //! ([`sim::numa_test`]), so a simulation of this host and a benchmark of it can be put side
 //! by side ([`report::compare`]). [`overhead`] measures what the sampling costs.
 
+pub mod daemon;
 pub mod error;
 pub mod hackbench;
 pub mod nodemap;

@@ -82,6 +82,18 @@ pub struct NumaTestArgs {
     /// Make worker I (1-based) kill itself with SIGKILL (tests).
     #[arg(long, hide = true)]
     test_kill_worker: Option<usize>,
+    /// Run the whole set twice: without, then with `homenode run` active (started from this
+    /// binary, managing this benchmark's processes, stopped with SIGTERM at the end).
+    #[arg(long)]
+    with_daemon: bool,
+    /// A setting for the daemon of --with-daemon, as `homenode run --set KEY=VALUE`;
+    /// repeatable (placement.homenode.min_rss_mib=16 lets it manage 20 MB jobs).
+    #[arg(
+        long = "daemon-set",
+        value_name = "KEY=VALUE",
+        requires = "with_daemon"
+    )]
+    daemon_set: Vec<String>,
 }
 
 #[derive(Args)]
@@ -176,6 +188,20 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             bail!("--test-kill-worker {k}: no such worker");
         }
     }
+    if a.with_daemon {
+        // Refuse a bad daemon setting before anything runs.
+        let sets: Vec<(String, String)> = a
+            .daemon_set
+            .iter()
+            .map(|s| {
+                s.split_once('=')
+                    .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                    .ok_or_else(|| anyhow!("--daemon-set {s}: expected KEY=VALUE"))
+            })
+            .collect::<Result<_>>()?;
+        linux::daemon::DaemonConfig::with_overrides("", "--daemon-set", &sets)
+            .map_err(|e| anyhow!("--with-daemon: {e}"))?;
+    }
     let nodes = host_nodes(a.fake_numa)?;
     let set = NumaTestSet {
         tasks: a.tasks.clone(),
@@ -208,38 +234,36 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
     if !a.json {
         outln!("{}", header(&set, &a));
     }
-    let total = a.tasks.len() as u64 * u64::from(a.reps);
-    let bar = progress(total, a.json);
-    let mut printed: Result<()> = Ok(());
-    let cells = bnt::run_set(
-        &set,
-        &mut |n, rep, _, _| {
-            if let Some(b) = &bar {
-                b.set_message(format!("N={n} rep {rep}"));
+    let mut cells = run_cells(&set, &a, nr_nodes, "")?;
+    if a.with_daemon {
+        let program = set.run.worker.program.clone();
+        let d = bench::daemon::DaemonChild::start(&program, &a.daemon_set, a.fake_numa)
+            .map_err(|e| anyhow!("--with-daemon: {e}"))?;
+        let daemon_args = d.args.join(" ");
+        if !a.json {
+            outln!("== The same set with `homenode {daemon_args}` active\n");
+        }
+        let with = run_cells(&set, &a, nr_nodes, "+homenode run");
+        let log = d.stop().map_err(|e| anyhow!("--with-daemon: {e}"))?;
+        let mut with = with?;
+        let actions = log.lines().filter(|l| l.contains(" -> ")).count();
+        for c in &mut with {
+            c.options.push(("daemon".into(), daemon_args.clone()));
+            c.options
+                .push(("daemon_actions".into(), actions.to_string()));
+        }
+        if !a.json {
+            outln!("daemon: {actions} actions taken; its log:");
+            for l in log
+                .lines()
+                .filter(|l| l.contains(" -> ") || l.contains("WARN") || l.contains("ERROR"))
+            {
+                outln!("  {l}");
             }
-        },
-        &mut |_, _| {
-            if let Some(b) = &bar {
-                b.inc(1);
-            }
-        },
-        &mut |cell, _runs| {
-            if a.json || a.summary_only || printed.is_err() {
-                return;
-            }
-            let text = cell_block(cell, nr_nodes);
-            printed = match &bar {
-                Some(b) => b.suspend(|| crate::emit(&text)),
-                None => crate::emit(&text),
-            }
-            .map_err(anyhow::Error::from);
-        },
-    );
-    if let Some(b) = bar {
-        b.finish_and_clear();
+            outln!("");
+        }
+        cells.extend(with);
     }
-    printed?;
-    let cells = cells.map_err(|e| anyhow!("{e}"))?;
     if a.json {
         let r = Report {
             machine,
@@ -255,6 +279,51 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
         out!("{}", snt::comparison_table(&cells));
     }
     Ok(())
+}
+
+/// Runs the set once; `suffix` is added to the cells' scheduler label.
+fn run_cells(
+    set: &NumaTestSet,
+    a: &NumaTestArgs,
+    nr_nodes: usize,
+    suffix: &str,
+) -> Result<Vec<snt::CellSummary>> {
+    let total = a.tasks.len() as u64 * u64::from(a.reps);
+    let bar = progress(total, a.json);
+    let mut printed: Result<()> = Ok(());
+    let cells = bnt::run_set(
+        set,
+        &mut |n, rep, _, _| {
+            if let Some(b) = &bar {
+                b.set_message(format!("N={n} rep {rep}"));
+            }
+        },
+        &mut |_, _| {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        },
+        &mut |cell, _runs| {
+            if a.json || a.summary_only || printed.is_err() {
+                return;
+            }
+            let text = cell_block(cell, nr_nodes, suffix);
+            printed = match &bar {
+                Some(b) => b.suspend(|| crate::emit(&text)),
+                None => crate::emit(&text),
+            }
+            .map_err(anyhow::Error::from);
+        },
+    );
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    printed?;
+    let mut cells = cells.map_err(|e| anyhow!("{e}"))?;
+    for c in &mut cells {
+        c.scheduler.push_str(suffix);
+    }
+    Ok(cells)
 }
 
 fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
@@ -282,8 +351,11 @@ fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
     )
 }
 
-fn cell_block(c: &snt::CellSummary, nr_nodes: usize) -> String {
-    let mut s = format!("== host N={} (jobs of rep 1 of {})\n", c.tasks, c.reps);
+fn cell_block(c: &snt::CellSummary, nr_nodes: usize, suffix: &str) -> String {
+    let mut s = format!(
+        "== host{suffix} N={} (jobs of rep 1 of {})\n",
+        c.tasks, c.reps
+    );
     s.push_str(&snt::job_table(&c.jobs, nr_nodes));
     s.push_str(&snt::summary_block(c));
     let samples = c.events;

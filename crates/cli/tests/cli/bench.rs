@@ -339,3 +339,56 @@ fn compare_bad_files_are_named() {
         &["broken.json", "line 1"],
     );
 }
+
+#[test]
+fn with_daemon_runs_the_set_twice_and_the_daemon_stops_cleanly() {
+    let args = with(
+        &[
+            "bench",
+            "numa-test",
+            "2",
+            "--reps",
+            "1",
+            "--no-disturb",
+            "--with-daemon",
+            "--daemon-set",
+            "placement.homenode.min_rss_mib=1",
+        ],
+        &SMALL,
+    );
+    let out = ok_quiet(&args);
+    for want in [
+        "== host N=2",
+        "== The same set with `homenode run --config",
+        "== host+homenode run N=2",
+        "daemon: ",
+        "host host+homenode run",
+    ] {
+        assert!(out.contains(want), "`{want}` not in:\n{out}");
+    }
+    let mut json = args.clone();
+    json.push("--json");
+    let r: serde_json::Value = serde_json::from_str(&ok_quiet(&json)).expect("json");
+    let labels: Vec<&str> = r["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|c| c["scheduler"].as_str().expect("label"))
+        .collect();
+    assert_eq!(labels, ["host", "host+homenode run"]);
+    // A daemon setting it refuses is one line naming it, before any run.
+    fails(
+        &with(
+            &[
+                "bench",
+                "numa-test",
+                "2",
+                "--with-daemon",
+                "--daemon-set",
+                "scan.speed=1",
+            ],
+            &SMALL,
+        ),
+        &["--with-daemon", "speed"],
+    );
+}

@@ -109,8 +109,11 @@ impl Sampler {
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
         let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
         let tck = crate::sample::clock_ticks_per_second();
+        let me = std::process::id();
         let mut candidates: Vec<Pid> = light
             .iter()
+            // Never the daemon itself.
+            .filter(|l| l.light.key.pid != me)
             .filter(|l| {
                 managed.contains(&l.light.key)
                     || (l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)

@@ -273,6 +273,18 @@ pub fn status(a: StatusArgs) -> Result<()> {
     let c = &r.counters;
     let actions: Vec<String> = c.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let skipped: Vec<String> = c.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let kernel: Vec<String> = [
+        "numa_hint_faults",
+        "numa_hint_faults_local",
+        "numa_pages_migrated",
+        "numa_miss",
+    ]
+    .iter()
+    .filter_map(|k| r.kernel_numa.get(*k).map(|v| format!("{k} {v}")))
+    .collect();
+    if !kernel.is_empty() {
+        outln!("\nkernel, last interval: {}", kernel.join(", "));
+    }
     outln!(
         "\nactions: {}\npages moved: {} ({} MiB), failed {}\nleft alone: {}",
         if actions.is_empty() {

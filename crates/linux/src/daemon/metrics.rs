@@ -13,6 +13,7 @@
 //! | `homenode_actions` (counter) | kind, outcome | actions taken |
 //! | `homenode_pages_moved` (counter) | | pages moved to their home |
 //! | `homenode_skipped_processes` (counter) | reason | candidates left alone |
+//! | `homenode_kernel_numa_events` | counter | `/proc/vmstat` `numa_*`, `pgmigrate_*` over the last interval |
 //! | `homenode_interval_cpu_seconds` | | the daemon's CPU time in the last interval |
 
 use std::io::{Read as _, Write as _};
@@ -107,6 +108,17 @@ pub fn render(r: &StatusReport) -> String {
         "skipped_processes",
         "Candidate processes left alone, by reason",
         skipped,
+    );
+    let kernel = FGauge::default();
+    for (k, v) in &r.kernel_numa {
+        kernel
+            .get_or_create(&l(&[("counter", k.clone())]))
+            .set(*v as f64);
+    }
+    reg.register(
+        "kernel_numa_events",
+        "The kernel's /proc/vmstat NUMA counters over the last interval",
+        kernel,
     );
     let cpu: Gauge<f64, AtomicU64> = Gauge::default();
     cpu.set(r.last_cpu_ms / 1000.0);
@@ -224,6 +236,7 @@ mod tests {
         r.counters.actions.insert("set_home/done".into(), 3);
         r.counters.pages_moved = 512;
         r.counters.skipped.insert("realtime".into(), 2);
+        r.kernel_numa.insert("numa_hint_faults".into(), 77);
         r
     }
 
@@ -237,6 +250,7 @@ mod tests {
             "homenode_actions_total{kind=\"set_home\",outcome=\"done\"} 3",
             "homenode_pages_moved_total 512",
             "homenode_skipped_processes_total{reason=\"realtime\"} 2",
+            "homenode_kernel_numa_events{counter=\"numa_hint_faults\"} 77",
             "# EOF",
         ] {
             assert!(t.contains(want), "missing {want} in\n{t}");

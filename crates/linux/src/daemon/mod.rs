@@ -121,6 +121,7 @@ pub struct Daemon {
     /// Files whose read error was logged already.
     warned: BTreeSet<PathBuf>,
     prev_cpustat: Option<Vec<CpuTimes>>,
+    prev_vmstat: Option<crate::procfs::NumaCounters>,
     started: Instant,
     intervals: u64,
     status: SharedStatus,
@@ -162,6 +163,7 @@ impl Daemon {
             counted: BTreeSet::new(),
             warned: BTreeSet::new(),
             prev_cpustat: None,
+            prev_vmstat: None,
             started: Instant::now(),
             intervals: 0,
             status,
@@ -260,6 +262,15 @@ impl Daemon {
             .map(|p| self.host.node_idle(p, &cpustat));
         self.prev_cpustat = Some(cpustat);
         let free = self.host.free_bytes(&self.cfg.root)?;
+        // The kernel's own NUMA activity over the interval (automatic NUMA balancing's hint
+        // faults and migrations, allocation hits and misses), for the status and metrics.
+        let vmstat = crate::procfs::vmstat::read(&self.cfg.root)?;
+        let kernel_numa = self
+            .prev_vmstat
+            .as_ref()
+            .map(|p| vmstat.delta(p).values)
+            .unwrap_or_default();
+        self.prev_vmstat = Some(vmstat);
         let known = snapshot::Known {
             homes: &self.homes,
             never: &self.never,
@@ -313,6 +324,9 @@ impl Daemon {
         self.intervals += 1;
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
         self.publish(&snap, &cands, counters, &report, sample.light.len());
+        if let Ok(mut s) = self.status.lock() {
+            s.kernel_numa = kernel_numa;
+        }
         Ok(report)
     }
 

@@ -84,6 +84,10 @@ pub struct StatusReport {
     pub nodes: Vec<NodeStatus>,
     pub processes: Vec<ProcessStatus>,
     pub counters: Counters,
+    /// The kernel's `numa_*` and `pgmigrate_*` counters of `/proc/vmstat` over the last
+    /// interval (empty without `CONFIG_NUMA`).
+    #[serde(default)]
+    pub kernel_numa: BTreeMap<String, u64>,
 }
 
 /// Shared between the loop (writer) and the servers (readers).

@@ -81,6 +81,8 @@ fn multinode_tree_every_rule_and_the_table() {
     let db = s.processes.iter().find(|p| p.pid == 1000).expect("db");
     assert_eq!(db.memory_pct.len(), 4);
     assert!((db.memory_pct.iter().sum::<f64>() - 100.0).abs() < 1e-6);
+    // The kernel's NUMA counters over the interval: present, and unchanged in a fixture.
+    assert_eq!(s.kernel_numa.get("numa_hint_faults"), Some(&0));
     // Dry run: no action was carried out.
     assert!(
         s.counters.actions.keys().all(|k| k.ends_with("/dry_run")),

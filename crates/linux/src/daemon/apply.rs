@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use topo::{CpuSet, NodeId};
 
 use crate::error::Error;
-use crate::journal::{self, Journal};
+use crate::journal::{self, Journal, JournalEntry};
 use crate::migrate::{self, MoveOptions};
 use crate::procfs::maps;
 use crate::sample::ProcessKey;
@@ -131,7 +131,7 @@ impl Actuator {
             ));
         }
         let node_set: CpuSet = nodes.iter().copied().collect();
-        journal.record(entry);
+        journal.record(inherit_originals(journal.get(key), entry));
         journal.set_applied(key, kcpus.clone(), node_set.clone());
         journal.store(&self.journal_path)?;
         let Live::Alive(set) = affinity::set_process_affinity(&self.root, key.pid, kcpus)? else {
@@ -292,6 +292,28 @@ impl Actuator {
     }
 }
 
+/// A process already journaled gets its home changed: threads born since the recording are
+/// captured with the mask they inherited, which is homenode's. Their true original is the main
+/// thread's original (what they would have had without homenode), so record that instead.
+pub fn inherit_originals(existing: Option<&JournalEntry>, mut entry: JournalEntry) -> JournalEntry {
+    let Some(old) = existing else {
+        return entry;
+    };
+    let Some(applied) = &old.applied else {
+        return entry;
+    };
+    for t in &mut entry.threads {
+        let known = old
+            .threads
+            .iter()
+            .any(|o| o.tid == t.tid && o.starttime == t.starttime);
+        if !known && t.cpus == applied.cpus {
+            t.cpus = old.default_cpus.clone();
+        }
+    }
+    entry
+}
+
 /// Queries the node of each page of `chunk`, appending those on `node` to `found`. False when
 /// the process exited.
 fn query(
@@ -323,5 +345,70 @@ fn page_size() -> u64 {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
         Ok(Some(p)) if p > 0 => p as u64,
         _ => 4096,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Applied, ThreadOriginal};
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).expect("cpus")
+    }
+
+    fn thread(tid: u32, starttime: u64, cpus: &str) -> ThreadOriginal {
+        ThreadOriginal {
+            tid,
+            starttime,
+            cpus: set(cpus),
+        }
+    }
+
+    #[test]
+    fn threads_born_under_homenode_get_the_main_threads_original() {
+        let old = JournalEntry {
+            pid: 10,
+            starttime: 5,
+            comm: "w".into(),
+            recorded_unix_s: 0,
+            default_cpus: set("0-7"),
+            threads: vec![thread(10, 5, "0-7")],
+            applied: Some(Applied {
+                cpus: set("0-3"),
+                nodes: set("0"),
+                unix_s: 0,
+            }),
+        };
+        // Captured again at a home change: the main thread and a new thread both have
+        // homenode's mask; a third thread was pinned by its program to CPU 6.
+        let now = JournalEntry {
+            threads: vec![
+                thread(10, 5, "0-3"),
+                thread(11, 9, "0-3"),
+                thread(12, 9, "6"),
+            ],
+            ..old.clone()
+        };
+        let fixed = inherit_originals(Some(&old), now.clone());
+        assert_eq!(
+            fixed.threads[1].cpus,
+            set("0-7"),
+            "new thread: main's original"
+        );
+        assert_eq!(
+            fixed.threads[2].cpus,
+            set("6"),
+            "its own mask is its original"
+        );
+        // The known main thread keeps what the journal has (record keeps old originals).
+        let mut j = Journal::new();
+        j.record(old.clone());
+        j.record(fixed);
+        let e = j.get(old.key()).expect("entry");
+        assert_eq!(e.threads[0].cpus, set("0-7"));
+        assert_eq!(e.threads.len(), 3);
+        // A first recording is taken as is.
+        assert_eq!(inherit_originals(None, now.clone()), now);
     }
 }

@@ -4,6 +4,7 @@
 
 mod balance;
 pub mod domain;
+pub mod linux;
 mod node_affine;
 mod o1;
 mod options;
@@ -89,6 +90,10 @@ pub const SCHEDULERS: &[(&str, &str)] = &[
         "node-affine-dynamic",
         "F: node-affine, no initial balancing, homenode = node with most memory",
     ),
+    (
+        "linux",
+        "today's Linux: domains, wake-affine, NUMA balancing, NUMA imbalance rule",
+    ),
 ];
 
 /// Build a scheduler from a spec such as `o1` or `node-affine-static:home_bonus=2`.
@@ -98,6 +103,7 @@ pub fn build(spec: &SchedSpec, topo: &topo::Topology) -> Result<Box<dyn CpuSched
         "o1" => Box::new(O1::new(topo, &mut opts)?),
         "node-affine-static" => Box::new(NodeAffine::new(topo, false, &mut opts)?),
         "node-affine-dynamic" => Box::new(NodeAffine::new(topo, true, &mut opts)?),
+        "linux" => Box::new(linux::Linux::new(topo, &mut opts)?),
         other => {
             let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
             return Err(format!(

@@ -12,6 +12,8 @@ mod cost;
 mod determinism;
 #[path = "sim/golden.rs"]
 mod golden;
+#[path = "sim/linux.rs"]
+mod linux;
 #[path = "sim/memory.rs"]
 mod memory;
 #[path = "sim/props.rs"]

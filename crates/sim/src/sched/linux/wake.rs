@@ -2,7 +2,8 @@
 //!
 //! Wake-up: if the waker's CPU and the task's previous CPU are both in some domain with
 //! wake-affine, `wake_affine` picks one of the two as the target (an idle waker CPU sharing the
-//! LLC with the previous one; else the previous CPU if idle; else the one with less load, the
+//! LLC with the previous one; the waker's CPU for a sync wake-up when it runs nothing else; else
+//! the previous CPU if idle; else the one with less load, the
 //! previous CPU's load raised by half the domain's `imbalance_pct` margin). Then
 //! `select_idle_sibling` looks for an idle CPU near the target: the target itself, the
 //! previous CPU if it shares the LLC, else the first idle core (SMT) or CPU of the target's LLC,
@@ -44,6 +45,11 @@ fn wake_affine(k: &Kernel, lv: &Level, this: CpuId, prev: CpuId) -> CpuId {
     let share_llc = k.topo.cpus[this].llc == k.topo.cpus[prev].llc;
     if idle(k, this) && share_llc {
         return if idle(k, prev) { prev } else { this };
+    }
+    // A waker that is about to block (a message send, an exit: the model's only wakers) is a
+    // sync wake-up: its CPU is as good as idle when it runs nothing else.
+    if k.nr_running(this) == 1 {
+        return this;
     }
     if idle(k, prev) {
         return prev;

@@ -16,7 +16,8 @@ pub struct Row {
     pub mode: String,
     /// Simulated time of convergence, s; None: not within the watch.
     pub converged_s: Option<f64>,
-    /// Mean fraction of a process's memory on its threads' node when converged (or at the end).
+    /// Mean fraction of a process's memory on the node running most of its threads, when
+    /// converged (or at the end of the watch).
     pub mem_local: f64,
 }
 
@@ -66,14 +67,22 @@ pub fn converged(k: &Kernel, procs: usize, threads: usize) -> bool {
     distinct.len() == procs.min(k.topo.nr_nodes())
 }
 
+/// Mean over processes of the fraction of a process's memory on the node where most of its
+/// threads run.
 fn mem_local(k: &Kernel, procs: usize) -> f64 {
-    let nodes = process_nodes(k, procs);
+    let nr = k.topo.nr_nodes();
     let mut sum = 0.0;
-    for (pid, n) in nodes.iter().enumerate() {
-        let nb = k.procs[pid].node_bytes(k.topo.nr_nodes());
+    for p in k.procs.iter().take(procs) {
+        let mut count = vec![0usize; nr];
+        for &t in &p.threads {
+            if k.tasks[t].state != TaskState::Exited {
+                count[k.node_of(k.tasks[t].cpu)] += 1;
+            }
+        }
+        let main = (0..nr).max_by_key(|&n| (count[n], std::cmp::Reverse(n))).unwrap_or(0);
+        let nb = p.node_bytes(nr);
         let total: u64 = nb.iter().sum();
-        let at = n.map_or(0, |n| nb[n]);
-        sum += at as f64 / total.max(1) as f64;
+        sum += nb[main] as f64 / total.max(1) as f64;
     }
     sum / procs.max(1) as f64
 }
@@ -137,7 +146,7 @@ impl Convergence {
     pub fn to_markdown(&self) -> String {
         let mut s = format!(
             "### convergence on {} (watched for {:.0} s, checked every 100 ms)\n\n\
-             | processes x threads | numa_balancing | converged at (s) | memory on the threads' node |\n\
+             | processes x threads | numa_balancing | converged at (s) | memory on the threads' main node |\n\
              |---|---|---:|---:|\n",
             self.machine, self.watch_s
         );

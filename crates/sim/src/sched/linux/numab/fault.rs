@@ -32,8 +32,8 @@ impl NumaBalancing {
             return;
         };
         let cpu_node = k.node_of(k.tasks[t].cpu);
-        let pages =
-            (k.procs[pid].regions[r].group_size(g) / k.topo.memory.page_bytes.max(1)) as f64;
+        let page = k.topo.memory.page_bytes.max(1);
+        let pages = k.procs[pid].regions[r].group_size(g).div_ceil(page) as f64;
         k.counters.numa.numa_hint_faults += 1;
         if mem_node == cpu_node {
             k.counters.numa.numa_hint_faults_local += 1;

@@ -94,7 +94,7 @@ impl NumaBalancing {
         while pos < flat.len() && pages > 0 && virt > 0 {
             let (r, g) = flat[pos];
             let reg = &regions[r];
-            let gp = (reg.group_size(g) / page) as i64;
+            let gp = reg.group_size(g).div_ceil(page) as i64;
             virt -= gp;
             pos += 1;
             // Only default-policy memory is NUMA balanced (MPOL_F_MOF); pages not yet

@@ -17,7 +17,11 @@ fn main() {
         "oltp" => oltp::study("xeon2s", &oltp::THREADS, &OltpParams::default(), 1)
             .map(|r| r.to_markdown()),
         "autonuma-xeon2s" | "autonuma-epyc" => {
-            let m = if name.ends_with("xeon2s") { "xeon2s" } else { "epyc-nps4" };
+            let m = if name.ends_with("xeon2s") {
+                "xeon2s"
+            } else {
+                "epyc-nps4"
+            };
             autonuma::study(m, &AutonumaParams::default(), 500 * MS, 1).map(|r| {
                 for s in &r.memory {
                     let file = format!("{m}-{}-{}.svg", s.program, s.numa_balancing);

@@ -18,7 +18,7 @@ mod linux;
 mod memory;
 #[path = "sim/props.rs"]
 mod props;
-#[path = "sim/studies.rs"]
-mod studies;
 #[path = "sim/schedulers.rs"]
 mod schedulers;
+#[path = "sim/studies.rs"]
+mod studies;

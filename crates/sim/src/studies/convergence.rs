@@ -79,7 +79,9 @@ fn mem_local(k: &Kernel, procs: usize) -> f64 {
                 count[k.node_of(k.tasks[t].cpu)] += 1;
             }
         }
-        let main = (0..nr).max_by_key(|&n| (count[n], std::cmp::Reverse(n))).unwrap_or(0);
+        let main = (0..nr)
+            .max_by_key(|&n| (count[n], std::cmp::Reverse(n)))
+            .unwrap_or(0);
         let nb = p.node_bytes(nr);
         let total: u64 = nb.iter().sum();
         sum += nb[main] as f64 / total.max(1) as f64;

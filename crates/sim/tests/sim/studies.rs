@@ -24,8 +24,15 @@ fn light_load_study() {
     assert_eq!(rfc.nodes.len(), 1, "{rfc:?}");
     assert!(none.nodes.len() > 1, "{none:?}");
     let md = r.to_markdown();
-    assert!(md.contains("| rfc2020 |") && md.contains("| imb_numa_nr |"), "{md}");
-    assert!(serde_json::to_string(&r).expect("json").contains("runtime_s"));
+    assert!(
+        md.contains("| rfc2020 |") && md.contains("| imb_numa_nr |"),
+        "{md}"
+    );
+    assert!(
+        serde_json::to_string(&r)
+            .expect("json")
+            .contains("runtime_s")
+    );
 }
 
 #[test]
@@ -56,7 +63,10 @@ fn autonuma_study() {
     // numa01 and numa02, each: off, on, sched-numa-2012, hard bind, inverse bind.
     assert_eq!(r.rows.len(), 10);
     assert_eq!(r.memory.len(), 6);
-    let off = r.rows.iter().find(|x| x.program == "numa01" && x.numa_balancing == "off");
+    let off = r
+        .rows
+        .iter()
+        .find(|x| x.program == "numa01" && x.numa_balancing == "off");
     assert_eq!(off.expect("numa01 off").numa.numa_hint_faults, 0);
     for row in r.rows.iter().filter(|x| x.program.contains("BIND")) {
         assert_eq!(row.numa.numa_pages_migrated, 0, "{row:?}");
@@ -72,8 +82,7 @@ fn convergence_study() {
         bytes_per_process: 32 << 20,
         ..Default::default()
     };
-    let r = convergence::study(MACHINE, &[(2, 2)], &["off", "on"], &p, 4 * SEC, 1)
-        .expect("study");
+    let r = convergence::study(MACHINE, &[(2, 2)], &["off", "on"], &p, 4 * SEC, 1).expect("study");
     assert_eq!(r.rows.len(), 2);
     for row in &r.rows {
         assert!((0.0..=1.0).contains(&row.mem_local), "{row:?}");

@@ -1,8 +1,9 @@
 //! The autonuma-benchmark programs (after Andrea Arcangeli's `numa01.c` and `numa02.c`):
 //!
-//! - `numa01`: 2 processes, each with CPUs/2 threads; every thread repeatedly zeroes (streams
-//!   writes over) its process's whole region (`numa01_bytes`, 3 GiB), so all threads of a
-//!   process share all of its memory.
+//! - `numa01`: 2 processes, each with CPUs/2 threads; the main thread initialises the
+//!   process's region (`numa01_bytes`, 3 GiB) and starts the others, then every thread
+//!   repeatedly zeroes (streams writes over) the whole region, so all threads of a process
+//!   share all of its memory.
 //! - `numa02`: 1 process with one thread per CPU; the main thread first initialises the whole
 //!   array (`numa02_bytes`, 1 GiB), then every thread repeatedly zeroes its own slice.
 //!
@@ -93,40 +94,56 @@ pub fn numa01(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
         }
         (i * nn / 2..(i + 1) * nn / 2).collect()
     };
+    let threads = (t.nr_cpus() / 2).max(1) as u32;
     let mut programs = Vec::new();
+    let mut launches = Vec::new();
     for i in 0..2 {
         let (cpus, mem) = match bind {
             Bind::Free => (None, MemPolicy::FirstTouch),
             Bind::HardBind => (Some(node_cpus(t, &half(i))), MemPolicy::Bind(half(i))),
             Bind::InverseBind => (Some(node_cpus(t, &half(i))), MemPolicy::Bind(half(1 - i))),
         };
-        let mut phases = vec![Phase::Touch { region: 0 }];
-        phases.extend(zero_loop(0, p.numa01_bytes, p));
+        let regions = vec![RegionSpec {
+            name: "global".into(),
+            bytes: p.numa01_bytes,
+            policy: mem,
+        }];
+        // The main thread initialises the memory, then starts the other threads.
+        let mut main = vec![
+            Phase::Touch { region: 0 },
+            Phase::Thread {
+                program: programs.len() + 1,
+                count: threads - 1,
+            },
+        ];
+        main.extend(zero_loop(0, p.numa01_bytes, p));
+        main.push(Phase::Wait);
+        launches.push(Launch {
+            program: programs.len(),
+            count: 1,
+            threads: 1,
+            at: 0,
+            cpu: Some(0),
+        });
         programs.push(Program {
             name: format!("numa01-{i}"),
-            phases,
-            regions: vec![RegionSpec {
-                name: "global".into(),
-                bytes: p.numa01_bytes,
-                policy: mem,
-            }],
+            phases: main,
+            regions: regions.clone(),
+            job: true,
+            affinity: cpus.clone(),
+        });
+        programs.push(Program {
+            name: format!("numa01-{i}-thread"),
+            phases: zero_loop(0, p.numa01_bytes, p),
+            regions,
             job: true,
             affinity: cpus,
         });
     }
-    let threads = (t.nr_cpus() / 2).max(1) as u32;
     Workload {
         name: format!("numa01{}", bind.suffix()),
         programs,
-        launches: (0..2)
-            .map(|i| Launch {
-                program: i,
-                count: 1,
-                threads,
-                at: 0,
-                cpu: Some(0),
-            })
-            .collect(),
+        launches,
         channels: 0,
         disturbance: None,
     }

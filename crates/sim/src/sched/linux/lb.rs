@@ -102,13 +102,13 @@ pub fn plan(
         }
     }
     let force = lv.prefer_sibling && local.kind == GroupType::HasSpare && b.nr > local.nr + 1;
-    if !force && b.kind != GroupType::Overloaded {
-        if idle == IdleType::Busy
+    if !force
+        && b.kind != GroupType::Overloaded
+        && (idle == IdleType::Busy
             || (b.weight > 1 && local.idle_cpus <= b.idle_cpus + 1)
-            || b.nr == 1
-        {
-            return None;
-        }
+            || b.nr == 1)
+    {
+        return None;
     }
     let (kind, imbalance) = imbalance(lv, cpu, idle, rule, local, b, avg, force)?;
     (imbalance > 0.0).then_some(Plan {

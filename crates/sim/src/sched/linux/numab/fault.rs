@@ -155,11 +155,11 @@ impl NumaBalancing {
         let mut best: Option<(NodeId, f64)> = None;
         for node in 0..n {
             let mut faults = 0.0;
-            for p in 0..2 {
+            for (p, ty) in types.iter_mut().enumerate() {
                 let st = &mut self.tasks[t];
                 let diff = st.buf_mem[node][p] - st.mem[node][p] / 2.0;
                 let fdiff = st.buf_cpu[node][p] - st.cpu[node][p] / 2.0;
-                types[p] += st.buf_mem[node][p];
+                *ty += st.buf_mem[node][p];
                 st.buf_mem[node][p] = 0.0;
                 st.buf_cpu[node][p] = 0.0;
                 st.mem[node][p] += diff;

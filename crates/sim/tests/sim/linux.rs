@@ -98,6 +98,81 @@ fn pinned_task_with_remote_memory_faults_and_pulls_its_pages() {
     assert!(worker.sys_ns > 0.0);
 }
 
+/// `remote_memory` plus a process pinned to node 0 that fills node 0's memory while the
+/// worker runs, so that no page can migrate there.
+fn remote_memory_full_node(worker_cpus: Option<Vec<usize>>) -> Workload {
+    let mut w = remote_memory(256 * MIB, 2e8, worker_cpus);
+    w.programs.push(Program {
+        name: "filler".into(),
+        phases: vec![
+            Phase::Touch { region: 0 },
+            Phase::Sleep {
+                ns: 60_000_000_000,
+                jitter: 0.0,
+            },
+        ],
+        regions: vec![RegionSpec {
+            name: "ballast".into(),
+            bytes: 1024 * MIB,
+            policy: MemPolicy::Bind(vec![0]),
+        }],
+        job: false,
+        affinity: Some(vec![0]),
+    });
+    w.launches.insert(
+        0,
+        Launch {
+            program: 2,
+            count: 1,
+            threads: 1,
+            at: 0,
+            cpu: Some(0),
+        },
+    );
+    w.launches[1].at = 1_000_000_000;
+    w
+}
+
+#[test]
+fn pages_that_cannot_move_leave_a_pinned_task_failing_to_move() {
+    let topo = machine("nodes=2,cpus-per-node=2,mem-gib=1");
+    let w = remote_memory_full_node(Some(vec![0, 1]));
+    let r = run(&topo, &w, "linux", 1);
+    let c = &r.counters.numa;
+    assert!(c.numa_hint_faults > 0, "{c:?}");
+    assert_eq!(
+        c.numa_hint_faults_local, 0,
+        "all its memory stays remote: {c:?}"
+    );
+    assert_eq!(c.numa_pages_migrated, 0, "node 0 is full: {c:?}");
+    assert!(
+        c.numa_migrate_failed > 0,
+        "preferred node 1 has no CPU it may use: {c:?}"
+    );
+    assert_eq!(c.migrations_numa_move + c.migrations_numa_swap, 0);
+}
+
+#[test]
+fn pages_that_cannot_move_bring_a_free_task_to_them() {
+    let topo = machine("nodes=2,cpus-per-node=2,mem-gib=1");
+    let w = remote_memory_full_node(None);
+    let r = run(&topo, &w, "linux:numa_imbalance=none", 1);
+    let c = &r.counters.numa;
+    assert_eq!(c.numa_pages_migrated, 0, "{c:?}");
+    let worker = r
+        .tasks
+        .iter()
+        .find(|t| t.program == "worker")
+        .expect("worker");
+    assert_eq!(c.migrations_numa_move + c.migrations_numa_swap, 1, "{c:?}");
+    assert_eq!(
+        worker.node_migrations, 1,
+        "moved once and stayed: {worker:?}"
+    );
+    assert_eq!(worker.home_node, Some(1), "preferred node: {worker:?}");
+    assert!(worker.node_user_ns[1] > 0.0);
+}
+
 #[test]
 fn balancing_off_never_faults_or_migrates() {
     let topo = machine(SMALL);

@@ -57,11 +57,20 @@ impl Linux {
         let np = numab::Params::from_options(o)?;
         let levels = topology::build(topo);
         let n = topo.nr_cpus();
+        let imb: Vec<usize> = (0..topo.nr_nodes())
+            .map(|node| {
+                let cpu = topo.node_cpus(node).first().unwrap_or(0);
+                levels
+                    .iter()
+                    .find(|l| l.numa)
+                    .map_or(1, |l| l.imb_numa_nr[cpu].max(1))
+            })
+            .collect();
         Ok(Linux {
             failed: vec![vec![0; levels.len()]; n],
             next_balance: vec![vec![0; levels.len()]; n],
             nohz_next: 0,
-            numab: NumaBalancing::new(mode, np, rule, n),
+            numab: NumaBalancing::new(mode, np, rule, n, imb),
             levels,
             rule,
             kernel,

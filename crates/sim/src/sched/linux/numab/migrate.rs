@@ -90,14 +90,14 @@ impl NumaBalancing {
         imb > old
     }
 
-    fn may_move(&self, k: &Kernel, src_n: NodeId, dst_n: NodeId, cpu: CpuId) -> bool {
+    fn may_move(&self, k: &Kernel, src_n: NodeId, dst_n: NodeId) -> bool {
         let src = Self::node_load(k, src_n);
         let dst = Self::node_load(k, dst_n);
         if dst.0 < dst.1 {
             let (sr, dr) = (src.0 - 1, dst.0 + 1);
             let imb = (dr - sr).max(0) as usize;
             let nr = k.topo.node_cpus(dst_n).count();
-            let imb_nr = (nr >> 3).max(1);
+            let imb_nr = self.imb_numa_nr.get(src_n).copied().unwrap_or(1);
             let tolerated = match self.rule {
                 NumaImbalance::None => imb == 0,
                 NumaImbalance::ImbNumaNr => imb == 0 || (imb <= 2 && dr as usize <= imb_nr),
@@ -105,7 +105,6 @@ impl NumaBalancing {
                 NumaImbalance::TwoTasks => imb == 0 || sr <= 2,
                 NumaImbalance::Rfc2020 => imb == 0 || (sr as usize + 1) * 4 <= nr,
             };
-            let _ = cpu;
             if tolerated {
                 return true;
             }
@@ -123,7 +122,7 @@ impl NumaBalancing {
             .zip(self.group_weight(k, t, src_n))
             .map(|(d, s)| d - s);
         let imp0 = groupimp.unwrap_or(taskimp);
-        let maymove = self.may_move(k, src_n, dst_n, src_cpu);
+        let maymove = self.may_move(k, src_n, dst_n);
         let allowed = &k.tasks[t].affinity;
         if maymove {
             if let Some(c) = k

@@ -160,11 +160,20 @@ pub struct NumaBalancing {
     pub procs: Vec<ProcNuma>,
     /// Next NUMA tick of each CPU.
     next_tick: Vec<Ns>,
+    /// Per node: `imb_numa_nr` of its CPUs' lowest NUMA level (`sd_numa`).
+    pub imb_numa_nr: Vec<usize>,
 }
 
 impl NumaBalancing {
-    pub fn new(mode: Mode, p: Params, rule: NumaImbalance, nr_cpus: usize) -> Self {
+    pub fn new(
+        mode: Mode,
+        p: Params,
+        rule: NumaImbalance,
+        nr_cpus: usize,
+        imb_numa_nr: Vec<usize>,
+    ) -> Self {
         NumaBalancing {
+            imb_numa_nr,
             mode,
             p,
             rule,

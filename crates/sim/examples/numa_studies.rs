@@ -1,6 +1,8 @@
 //! Run one of the issue-4 studies at full size and print its markdown (until the experiments
 //! runner calls them): `cargo run --release -p homenode-sim --example numa_studies -- NAME`
-//! with NAME one of light-load, oltp, autonuma-xeon2s, autonuma-epyc, convergence.
+//! with NAME one of light-load, oltp, autonuma-xeon2s, autonuma-epyc, convergence. Sizes
+//! here are cut for a quick look (oltp: 5,000 transactions per thread; autonuma: 5 loops);
+//! the autonuma study writes its per-node memory charts as SVG files to the current directory.
 
 use sim::studies::{autonuma, convergence, light_load, oltp};
 use sim::time::{MS, SEC};
@@ -14,15 +16,27 @@ fn main() {
     let out = match name.as_str() {
         "light-load" => light_load::study("kunpeng96", &LightLoadParams::default(), "on", 1)
             .map(|r| r.to_markdown()),
-        "oltp" => oltp::study("xeon2s", &oltp::THREADS, &OltpParams::default(), 1)
-            .map(|r| r.to_markdown()),
+        "oltp" => oltp::study(
+            "xeon2s",
+            &oltp::THREADS,
+            &OltpParams {
+                tx_per_thread: 5_000,
+                ..Default::default()
+            },
+            1,
+        )
+        .map(|r| r.to_markdown()),
         "autonuma-xeon2s" | "autonuma-epyc" => {
             let m = if name.ends_with("xeon2s") {
                 "xeon2s"
             } else {
                 "epyc-nps4"
             };
-            autonuma::study(m, &AutonumaParams::default(), 500 * MS, 1).map(|r| {
+            let p = AutonumaParams {
+                loops: 5,
+                ..Default::default()
+            };
+            autonuma::study(m, &p, 500 * MS, 1).map(|r| {
                 for s in &r.memory {
                     let file = format!("{m}-{}-{}.svg", s.program, s.numa_balancing);
                     if let Err(e) = std::fs::write(&file, s.svg()) {

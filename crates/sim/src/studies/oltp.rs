@@ -1,6 +1,10 @@
 //! `oltp-numa` on xeon2s: transactions per second of the oltp server for 2..512 client
 //! threads with NUMA balancing off and on, and the relative difference per row (the kernel's
 //! bar for the feature: no regression).
+//!
+//! Every row simulates about the same span of client time: each thread runs `tx_per_thread`
+//! transactions while there are no more threads than CPUs, and `tx_per_thread * CPUs / threads`
+//! beyond (the machine is then saturated and each thread gets its share of it).
 
 use super::{StudyError, machine, run};
 use crate::sim::RunResult;
@@ -29,6 +33,15 @@ pub struct Oltp {
 /// The client counts of the kernel's regression runs.
 pub const THREADS: [u32; 9] = [2, 4, 8, 16, 32, 64, 128, 256, 512];
 
+/// Transactions per thread for `threads` clients on `cpus` CPUs.
+fn tx_for(per_thread: u32, threads: u32, cpus: u32) -> u32 {
+    if threads <= cpus {
+        per_thread
+    } else {
+        (u64::from(per_thread) * u64::from(cpus) / u64::from(threads)).max(1) as u32
+    }
+}
+
 /// Transactions per second: all transactions over first client start to last client end.
 fn tps(r: &RunResult, tx: u64) -> f64 {
     let jobs = r.tasks.iter().filter(|t| t.job);
@@ -44,6 +57,7 @@ pub fn study(
     seed: u64,
 ) -> Result<Oltp, StudyError> {
     let topo = machine(machine_name)?;
+    let cpus = topo.nr_cpus() as u32;
     let runs: Vec<(u32, &str)> = threads
         .iter()
         .flat_map(|&n| [(n, "off"), (n, "on")])
@@ -53,6 +67,7 @@ pub fn study(
         .map(|&(n, mode)| {
             let p = OltpParams {
                 clients: n,
+                tx_per_thread: tx_for(base.tx_per_thread, n, cpus),
                 ..base.clone()
             };
             run(
@@ -67,7 +82,7 @@ pub fn study(
         .iter()
         .zip(results.chunks(2))
         .map(|(&n, pair)| {
-            let tx = u64::from(n) * u64::from(base.tx_per_thread);
+            let tx = u64::from(n) * u64::from(tx_for(base.tx_per_thread, n, cpus));
             let (off, on) = (tps(&pair[0], tx), tps(&pair[1], tx));
             Row {
                 threads: n,
@@ -89,7 +104,7 @@ pub fn study(
 impl Oltp {
     pub fn to_markdown(&self) -> String {
         let mut s = format!(
-            "### oltp on {} ({} transactions per client thread)\n\n\
+            "### oltp on {} ({} transactions per client thread, scaled by CPUs / threads above the CPU count)\n\n\
              | threads | tx/s balancing off | tx/s balancing on | difference | hint faults (on) | pages migrated (on) |\n\
              |---:|---:|---:|---:|---:|---:|\n",
             self.machine, self.tx_per_thread

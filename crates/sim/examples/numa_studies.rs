@@ -1,7 +1,7 @@
 //! Run one of the issue-4 studies at full size and print its markdown (until the experiments
 //! runner calls them): `cargo run --release -p homenode-sim --example numa_studies -- NAME`
 //! with NAME one of light-load, oltp, autonuma-xeon2s, autonuma-epyc, convergence. Sizes
-//! here are cut for a quick look (oltp: 5,000 transactions per thread; autonuma: 5 loops);
+//! here are cut for a quick look (oltp: 20,000 transactions per thread; autonuma: 5 loops);
 //! the autonuma study writes its per-node memory charts as SVG files to the current directory.
 
 use sim::studies::{autonuma, convergence, light_load, oltp};
@@ -20,7 +20,7 @@ fn main() {
             "xeon2s",
             &oltp::THREADS,
             &OltpParams {
-                tx_per_thread: 5_000,
+                tx_per_thread: 20_000,
                 ..Default::default()
             },
             1,

@@ -50,8 +50,10 @@ impl Kernel {
     }
 
     /// Move page group `group` of region `region` of process `pid` to node `to`, charging the
-    /// copy to task `charge` as system time. Returns the bytes moved (0 when already there or
-    /// `to` is full).
+    /// copy to task `charge` as system time. The group moves as one transparent huge page: the
+    /// copy at the bandwidth of [`Kernel::migration_cost_ns`] plus one `fault_overhead_ns` for
+    /// unmapping and remapping it (not one per base page). Returns the bytes moved (0 when
+    /// already there or `to` is full).
     pub fn migrate_group(
         &mut self,
         pid: usize,
@@ -71,7 +73,9 @@ impl Kernel {
         self.procs[pid].mem_version += 1;
         self.counters.migrated_bytes += moved;
         self.mark_contention_dirty();
-        let cost = self.migration_cost_ns(from, to, moved);
+        let per_page = self.topo.memory.fault_overhead_ns;
+        let pages = moved.div_ceil(self.topo.memory.page_bytes.max(1)) as f64;
+        let cost = self.migration_cost_ns(from, to, moved) - (pages - 1.0).max(0.0) * per_page;
         self.charge_kernel(charge, cost);
         moved
     }

@@ -1,25 +1,30 @@
-use sim::workload::oltp::{OltpParams, oltp};
-use std::time::Instant;
+use sim::workload::light_load::{LightLoadParams, light_load};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let topo = sim::studies::machine(&a[1]).unwrap();
-    let p = OltpParams {
-        clients: a[2].parse().unwrap(),
-        tx_per_thread: a[3].parse().unwrap(),
+    let p = LightLoadParams {
+        iterations: a[3].parse().unwrap(),
         ..Default::default()
     };
-    let t0 = Instant::now();
-    let r = sim::studies::run(&topo, oltp(&p), &a[4], 1).unwrap();
+    let r = sim::studies::run(&topo, light_load(&p), &a[2], 1).unwrap();
     println!(
-        "clients {} tx {} {} end {:.2}s wall {:.2}s events {} solves {} ctx {}",
-        p.clients,
-        p.tx_per_thread,
-        a[4],
+        "end {:.2}s mig {} nodemig {}",
         r.end_ns as f64 / 1e9,
-        t0.elapsed().as_secs_f64(),
-        r.events,
-        r.counters.contention_solves,
-        r.counters.context_switches
+        r.counters.migrations,
+        r.counters.node_migrations
     );
     println!("{:?}", r.counters.numa);
+    for t in &r.tasks {
+        println!(
+            "{} home {:?} nodes {:?} mig {} nm {}",
+            t.program,
+            t.home_node,
+            t.node_user_ns
+                .iter()
+                .map(|x| (x / 1e9 * 100.0).round() / 100.0)
+                .collect::<Vec<_>>(),
+            t.migrations,
+            t.node_migrations
+        );
+    }
 }

@@ -39,8 +39,10 @@ impl Bind {
 pub struct AutonumaParams {
     pub numa01_bytes: u64,
     pub numa02_bytes: u64,
-    /// Times each thread zeroes its memory.
+    /// Times each numa01 thread zeroes its process's memory.
     pub loops: u32,
+    /// Times each numa02 thread zeroes its slice (slices are small: 1 GiB over all CPUs).
+    pub numa02_loops: u32,
     /// Cycles of loop work per 64-byte line written (a `rep stosb`/AVX store stream is limited
     /// by memory, not by the core: about 1 cycle per line).
     pub line_cycles: f64,
@@ -52,6 +54,9 @@ impl Default for AutonumaParams {
             numa01_bytes: 3 << 30,
             numa02_bytes: 1 << 30,
             loops: 20,
+            // ASSUMPTION: numa02 writes about as many bytes per thread-second of work as
+            // numa01 over a run of the same order of length (1 GiB x 2000 = 2 TB in all).
+            numa02_loops: 2000,
             line_cycles: 1.0,
         }
     }
@@ -70,9 +75,9 @@ fn zero_op(region: usize, p: &AutonumaParams) -> OpCost {
     }
 }
 
-fn zero_loop(region: usize, bytes: u64, p: &AutonumaParams) -> Vec<Phase> {
+fn zero_loop(region: usize, bytes: u64, loops: u32, p: &AutonumaParams) -> Vec<Phase> {
     vec![
-        Phase::Loop { count: p.loops },
+        Phase::Loop { count: loops },
         Phase::Memory {
             ops: (bytes / 64) as f64,
             op: zero_op(region, p),
@@ -116,7 +121,7 @@ pub fn numa01(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
                 count: threads - 1,
             },
         ];
-        main.extend(zero_loop(0, p.numa01_bytes, p));
+        main.extend(zero_loop(0, p.numa01_bytes, p.loops, p));
         main.push(Phase::Wait);
         launches.push(Launch {
             program: programs.len(),
@@ -134,7 +139,7 @@ pub fn numa01(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
         });
         programs.push(Program {
             name: format!("numa01-{i}-thread"),
-            phases: zero_loop(0, p.numa01_bytes, p),
+            phases: zero_loop(0, p.numa01_bytes, p.loops, p),
             regions,
             job: true,
             affinity: cpus,
@@ -175,7 +180,7 @@ pub fn numa02(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
         program: i,
         count: 1,
     }));
-    main.extend(zero_loop(0, slice, p));
+    main.extend(zero_loop(0, slice, p.numa02_loops, p));
     main.push(Phase::Wait);
     let mut programs = vec![Program {
         name: "numa02".into(),
@@ -187,7 +192,7 @@ pub fn numa02(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
     for i in 1..threads {
         programs.push(Program {
             name: format!("numa02-t{i}"),
-            phases: zero_loop(i, slice, p),
+            phases: zero_loop(i, slice, p.numa02_loops, p),
             regions: regions.clone(),
             job: true,
             affinity: affinity(i),

@@ -57,6 +57,7 @@ fn autonuma_study() {
         numa01_bytes: 64 << 20,
         numa02_bytes: 32 << 20,
         loops: 2,
+        numa02_loops: 4,
         ..Default::default()
     };
     let r = autonuma::study(MACHINE, &p, 50 * MS, 1).expect("study");

@@ -100,3 +100,16 @@ fn unknown_machine_is_one_clear_error() {
     let msg = e.to_string();
     assert!(msg.contains("no-such-box") && !msg.contains('\n'), "{msg}");
 }
+
+#[test]
+fn studies_are_deterministic() {
+    let p = LightLoadParams {
+        iterations: 1e6,
+        ..Default::default()
+    };
+    let a = light_load::study(MACHINE, &p, "on", 5).expect("study");
+    let b = light_load::study(MACHINE, &p, "on", 5).expect("study");
+    let json = |x: &light_load::LightLoad| serde_json::to_string(x).expect("json");
+    assert_eq!(json(&a), json(&b));
+    assert_eq!(a.to_markdown(), b.to_markdown());
+}

@@ -22,7 +22,13 @@ fn main() {
         .unwrap_or(5);
     let topo = Arc::new(topo::resolve_machine("azusa16").expect("preset"));
     println!("numa_test N=64 on azusa16, one thread, median of {reps} runs");
-    for name in ["o1", "node-affine-static", "node-affine-dynamic"] {
+    for name in [
+        "o1",
+        "node-affine-static",
+        "node-affine-dynamic",
+        "linux:numa_balancing=off",
+        "linux",
+    ] {
         let spec = SchedSpec::parse(name).expect("spec");
         let params = NumaTestParams {
             tasks: 64,
@@ -41,7 +47,7 @@ fn main() {
         }
         let r = last.expect("at least one run");
         println!(
-            "{name:<20} {:>6.2} M events/s  {:>6.3} s/run  ({} events, {} stale, {} contention solves of {:.1} iterations, {} context switches)",
+            "{name:<26} {:>6.2} M events/s  {:>6.3} s/run  ({} events, {} stale, {} contention solves of {:.1} iterations, {} context switches)",
             median(rates) / 1e6,
             median(walls),
             r.events,

@@ -19,6 +19,7 @@ pub mod program;
 pub mod rng;
 pub mod sched;
 pub mod sim;
+pub mod studies;
 pub mod time;
 pub mod workload;
 

@@ -16,6 +16,8 @@ mod experiments;
 mod golden;
 #[path = "sim/historic.rs"]
 mod historic;
+#[path = "sim/linux.rs"]
+mod linux;
 #[path = "sim/memory.rs"]
 mod memory;
 #[path = "sim/placement.rs"]
@@ -26,5 +28,7 @@ mod probe;
 mod props;
 #[path = "sim/schedulers.rs"]
 mod schedulers;
+#[path = "sim/studies.rs"]
+mod studies;
 #[path = "sim/workloads.rs"]
 mod workloads;

@@ -154,12 +154,14 @@ impl Kernel {
                 let msgs = u64::from(*msgs);
                 self.tasks[t].pc += 1;
                 // Readers are woken during the send, before the sender goes on (or blocks).
+                self.waker_cpu = Some(self.tasks[t].cpu);
                 for c in chans {
                     self.chans[c].pending += msgs;
                     for r in std::mem::take(&mut self.chans[c].readers) {
                         self.wake(s, r);
                     }
                 }
+                self.waker_cpu = None;
             }
             (PhaseWork::Touch { region }, _) => {
                 let r = &self.procs[task.pid].regions[region];
@@ -230,7 +232,9 @@ impl Kernel {
             pt.children_alive -= 1;
             if pt.children_alive == 0 && pt.waiting_children {
                 pt.waiting_children = false;
+                self.waker_cpu = Some(self.tasks[t].cpu);
                 self.wake(s, par);
+                self.waker_cpu = None;
             }
         }
     }

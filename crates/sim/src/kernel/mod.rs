@@ -11,6 +11,7 @@
 mod affinity;
 pub mod cost;
 mod exec;
+mod numa;
 mod rates;
 mod run;
 pub mod task;
@@ -22,6 +23,7 @@ use crate::program::Workload;
 use crate::rng::SeedTree;
 use crate::time::{MS, Ns, SEC};
 use cost::Contention;
+pub use numa::NumaCounters;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -96,6 +98,8 @@ pub struct Counters {
     /// Recomputations of memory contention, and their fixed-point iterations.
     pub contention_solves: u64,
     pub contention_iterations: u64,
+    /// NUMA balancing and task moves by reason (`linux` scheduler).
+    pub numa: NumaCounters,
 }
 
 impl Counters {
@@ -203,6 +207,9 @@ pub struct Kernel {
     nr_parked: usize,
     /// Workload launches not yet started.
     pub launches_pending: usize,
+    /// CPU of the task whose action is waking others right now (a message send, an exit),
+    /// None for timer wake-ups; wake-up placement reads it.
+    pub waker_cpu: Option<CpuId>,
     /// CPUs of each last-level cache.
     llc_cpus: Vec<Vec<CpuId>>,
     contention_dirty: bool,
@@ -262,6 +269,7 @@ impl Kernel {
             live_tasks: 0,
             nr_waiting: 0,
             launches_pending,
+            waker_cpu: None,
             nr_parked,
             llc_cpus,
             contention_dirty: false,

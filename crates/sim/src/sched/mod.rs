@@ -5,6 +5,7 @@
 mod aa;
 mod balance;
 pub mod domain;
+pub mod linux;
 mod linux26;
 mod node_affine;
 mod node_balance;
@@ -129,6 +130,10 @@ pub const SCHEDULERS: &[(&str, &str)] = &[
         "linux-2.6-numa",
         "the 2.6.0 kernel's NUMA scheduler (node rebalance 5/400 ms, exec balancing)",
     ),
+    (
+        "linux",
+        "today's Linux: domains, wake-affine, NUMA balancing, NUMA imbalance rule",
+    ),
 ];
 
 /// Build a scheduler from a spec such as `o1` or `node-affine-static:home_bonus=2`.
@@ -144,6 +149,7 @@ pub fn build(spec: &SchedSpec, topo: &topo::Topology) -> Result<Box<dyn CpuSched
         "linux-2.6-numa" => Box::new(Linux26Numa::new(topo, &mut opts)?),
         "node-affine-static" => Box::new(NodeAffine::new(topo, false, &mut opts)?),
         "node-affine-dynamic" => Box::new(NodeAffine::new(topo, true, &mut opts)?),
+        "linux" => Box::new(linux::Linux::new(topo, &mut opts)?),
         other => {
             let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
             return Err(format!(

@@ -152,6 +152,11 @@ impl SchedOptions {
         })
     }
 
+    /// A word option (the caller checks it against its choices).
+    pub fn string(&mut self, key: &'static str, default: &str) -> String {
+        self.take(key).unwrap_or_else(|| default.to_string())
+    }
+
     pub fn flag(&mut self, key: &'static str, default: bool) -> Result<bool, String> {
         let Some(v) = self.take(key) else {
             return Ok(default);

@@ -1,0 +1,207 @@
+//! `autonuma-bench`: numa01 and numa02 with NUMA balancing off, on and in its 2012 form, and
+//! their hard-bind (best) and inverse-bind (worst) variants, on one machine: elapsed time,
+//! user and system time, NUMA counters, and the memory of each node over time (SVG).
+//!
+//! The bind variants run with balancing off only: their memory is bound (not scanned: NUMA
+//! balancing only handles default-policy memory) and their threads are pinned.
+
+use super::{StudyError, machine, prepare, secs, watch};
+use crate::kernel::NumaCounters;
+use crate::time::Ns;
+use crate::workload::autonuma::{AutonumaParams, Bind, numa01, numa02};
+use rayon::prelude::*;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub program: String,
+    pub numa_balancing: String,
+    pub elapsed_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub numa: NumaCounters,
+}
+
+/// Bytes on each node over time.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MemSeries {
+    pub program: String,
+    pub numa_balancing: String,
+    pub times_s: Vec<f64>,
+    /// `node_gib[node][sample]`.
+    pub node_gib: Vec<Vec<f64>>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Autonuma {
+    pub machine: String,
+    pub rows: Vec<Row>,
+    pub memory: Vec<MemSeries>,
+}
+
+pub const MODES: [&str; 3] = ["off", "on", "sched-numa-2012"];
+
+struct Case {
+    numa01: bool,
+    bind: Bind,
+    mode: &'static str,
+}
+
+pub fn study(
+    machine_name: &str,
+    p: &AutonumaParams,
+    sample_every: Ns,
+    seed: u64,
+) -> Result<Autonuma, StudyError> {
+    let topo = machine(machine_name)?;
+    let mut cases = Vec::new();
+    for numa01 in [true, false] {
+        for mode in MODES {
+            cases.push(Case {
+                numa01,
+                bind: Bind::Free,
+                mode,
+            });
+        }
+        for bind in [Bind::HardBind, Bind::InverseBind] {
+            cases.push(Case {
+                numa01,
+                bind,
+                mode: "off",
+            });
+        }
+    }
+    let out = cases
+        .par_iter()
+        .map(|c| {
+            let w = if c.numa01 {
+                numa01(&topo, c.bind, p)
+            } else {
+                numa02(&topo, c.bind, p)
+            };
+            let name = w.name.clone();
+            let spec = format!("linux:numa_balancing={}", c.mode);
+            let mut sim = prepare(&topo, w, &spec, seed)?;
+            let nodes = topo.nr_nodes();
+            let mut series = MemSeries {
+                program: name.clone(),
+                numa_balancing: c.mode.into(),
+                times_s: Vec::new(),
+                node_gib: vec![Vec::new(); nodes],
+            };
+            let err = |source| StudyError::Run {
+                workload: name.clone(),
+                sched: spec.clone(),
+                source,
+            };
+            watch(&mut sim, sample_every, Ns::MAX, |k, at| {
+                series.times_s.push(at as f64 / 1e9);
+                for (n, v) in series.node_gib.iter_mut().enumerate() {
+                    v.push(k.mem.used[n] as f64 / f64::from(1u32 << 30));
+                }
+                false
+            })
+            .map_err(err)?;
+            let r = sim.run().map_err(err)?;
+            let row = Row {
+                program: name,
+                numa_balancing: c.mode.into(),
+                elapsed_s: r.end_ns as f64 / 1e9,
+                user_s: r.tasks.iter().map(|t| t.user_ns).sum::<f64>() / 1e9,
+                sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<f64>() / 1e9,
+                numa: r.counters.numa.clone(),
+            };
+            Ok((row, (c.bind == Bind::Free).then_some(series)))
+        })
+        .collect::<Result<Vec<_>, StudyError>>()?;
+    let (rows, memory): (Vec<Row>, Vec<Option<MemSeries>>) = out.into_iter().unzip();
+    Ok(Autonuma {
+        machine: topo.name.clone(),
+        rows,
+        memory: memory.into_iter().flatten().collect(),
+    })
+}
+
+impl Autonuma {
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!(
+            "### autonuma-benchmark on {}\n\n\
+             | program | numa_balancing | elapsed (s) | user (s) | system (s) | hint faults | local | pages migrated | task moves | swaps |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            self.machine
+        );
+        for r in &self.rows {
+            let n = &r.numa;
+            s += &format!(
+                "| {} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {} | {} |\n",
+                r.program,
+                r.numa_balancing,
+                secs(r.elapsed_s * 1e9),
+                r.user_s,
+                r.sys_s,
+                n.numa_hint_faults,
+                n.numa_hint_faults_local,
+                n.numa_pages_migrated,
+                n.migrations_numa_move,
+                n.migrations_numa_swap
+            );
+        }
+        s
+    }
+}
+
+impl MemSeries {
+    /// A line chart of each node's memory (GiB) over time.
+    pub fn svg(&self) -> String {
+        const W: f64 = 640.0;
+        const H: f64 = 240.0;
+        const M: f64 = 40.0;
+        let t_max = self.times_s.last().copied().unwrap_or(1.0).max(1e-9);
+        let y_max = self
+            .node_gib
+            .iter()
+            .flatten()
+            .copied()
+            .fold(0.0, f64::max)
+            .max(1e-9);
+        let colours = [
+            "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+        ];
+        let mut s = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+             <text x=\"{M}\" y=\"14\">{} (numa_balancing={}): GiB per node over {:.1} s</text>\n\
+             <line x1=\"{M}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
+             <line x1=\"{M}\" y1=\"{M}\" x2=\"{M}\" y2=\"{}\" stroke=\"black\"/>\n\
+             <text x=\"4\" y=\"{}\">{y_max:.1}</text>\n",
+            self.program,
+            self.numa_balancing,
+            t_max,
+            H - M,
+            W - M,
+            H - M,
+            H - M,
+            M + 4.0
+        );
+        for (n, v) in self.node_gib.iter().enumerate() {
+            let pts: Vec<String> = self
+                .times_s
+                .iter()
+                .zip(v)
+                .map(|(t, g)| {
+                    let x = M + (W - 2.0 * M) * t / t_max;
+                    let y = H - M - (H - 2.0 * M) * g / y_max;
+                    format!("{x:.1},{y:.1}")
+                })
+                .collect();
+            let c = colours[n % colours.len()];
+            s += &format!(
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>\n\
+                 <text x=\"{}\" y=\"{}\" fill=\"{c}\">node {n}</text>\n",
+                pts.join(" "),
+                W - M + 2.0,
+                M + 14.0 * n as f64
+            );
+        }
+        s + "</svg>\n"
+    }
+}

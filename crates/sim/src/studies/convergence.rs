@@ -1,0 +1,169 @@
+//! `convergence` on epyc-nps4: for each process x thread shape, when every process has all its
+//! threads on one node and the processes use as many distinct nodes as they can (one each),
+//! with NUMA balancing off, on and in its 2012 form; or that it never converged within the
+//! watch. Also the fraction of each process's memory on its threads' node at that moment.
+
+use super::{StudyError, machine, prepare, watch};
+use crate::kernel::{Kernel, TaskState};
+use crate::time::{MS, Ns};
+use crate::workload::convergence::{ConvergenceParams, convergence};
+use rayon::prelude::*;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub shape: String,
+    pub mode: String,
+    /// Simulated time of convergence, s; None: not within the watch.
+    pub converged_s: Option<f64>,
+    /// Mean fraction of a process's memory on the node running most of its threads, when
+    /// converged (or at the end of the watch).
+    pub mem_local: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Convergence {
+    pub machine: String,
+    pub watch_s: f64,
+    pub rows: Vec<Row>,
+}
+
+pub const SHAPES: [(u32, u32); 4] = [(1, 4), (2, 2), (4, 1), (4, 2)];
+pub const MODES: [&str; 3] = ["off", "on", "sched-numa-2012"];
+
+/// Node of each process's threads if all of them share one, per process.
+fn process_nodes(k: &Kernel, procs: usize) -> Vec<Option<usize>> {
+    (0..procs)
+        .map(|pid| {
+            let p = k.procs.get(pid)?;
+            let mut nodes = p
+                .threads
+                .iter()
+                .filter(|&&t| k.tasks[t].state != TaskState::Exited)
+                .map(|&t| k.node_of(k.tasks[t].cpu));
+            let first = nodes.next()?;
+            nodes.all(|n| n == first).then_some(first)
+        })
+        .collect()
+}
+
+/// Whether the run has converged.
+pub fn converged(k: &Kernel, procs: usize, threads: usize) -> bool {
+    if k.procs.len() < procs
+        || k.procs
+            .iter()
+            .take(procs)
+            .any(|p| p.threads.len() < threads)
+    {
+        return false;
+    }
+    let nodes = process_nodes(k, procs);
+    if nodes.iter().any(Option::is_none) {
+        return false;
+    }
+    let mut distinct: Vec<usize> = nodes.iter().flatten().copied().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    distinct.len() == procs.min(k.topo.nr_nodes())
+}
+
+/// Mean over processes of the fraction of a process's memory on the node where most of its
+/// threads run.
+fn mem_local(k: &Kernel, procs: usize) -> f64 {
+    let nr = k.topo.nr_nodes();
+    let mut sum = 0.0;
+    for p in k.procs.iter().take(procs) {
+        let mut count = vec![0usize; nr];
+        for &t in &p.threads {
+            if k.tasks[t].state != TaskState::Exited {
+                count[k.node_of(k.tasks[t].cpu)] += 1;
+            }
+        }
+        let main = (0..nr)
+            .max_by_key(|&n| (count[n], std::cmp::Reverse(n)))
+            .unwrap_or(0);
+        let nb = p.node_bytes(nr);
+        let total: u64 = nb.iter().sum();
+        sum += nb[main] as f64 / total.max(1) as f64;
+    }
+    sum / procs.max(1) as f64
+}
+
+pub fn study(
+    machine_name: &str,
+    shapes: &[(u32, u32)],
+    modes: &[&str],
+    base: &ConvergenceParams,
+    watch_for: Ns,
+    seed: u64,
+) -> Result<Convergence, StudyError> {
+    let topo = machine(machine_name)?;
+    let runs: Vec<((u32, u32), &str)> = shapes
+        .iter()
+        .flat_map(|&s| modes.iter().map(move |&m| (s, m)))
+        .collect();
+    let rows = runs
+        .par_iter()
+        .map(|&((procs, threads), mode)| {
+            let p = ConvergenceParams {
+                processes: procs,
+                threads,
+                ..base.clone()
+            };
+            let spec = format!("linux:numa_balancing={mode}");
+            let mut sim = prepare(&topo, convergence(&p), &spec, seed)?;
+            let (np, nt) = (procs as usize, threads as usize);
+            let mut local = 0.0;
+            let at = watch(&mut sim, 100 * MS, watch_for, |k, _| {
+                let done = converged(k, np, nt);
+                if done {
+                    local = mem_local(k, np);
+                }
+                done
+            })
+            .map_err(|source| StudyError::Run {
+                workload: format!("convergence {procs}x{threads}"),
+                sched: spec.clone(),
+                source,
+            })?;
+            if at.is_none() {
+                local = mem_local(&sim.k, np);
+            }
+            Ok(Row {
+                shape: format!("{procs}x{threads}"),
+                mode: mode.to_string(),
+                converged_s: at.map(|t| t as f64 / 1e9),
+                mem_local: local,
+            })
+        })
+        .collect::<Result<Vec<Row>, StudyError>>()?;
+    Ok(Convergence {
+        machine: topo.name.clone(),
+        watch_s: watch_for as f64 / 1e9,
+        rows,
+    })
+}
+
+impl Convergence {
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!(
+            "### convergence on {} (watched for {:.0} s, checked every 100 ms)\n\n\
+             | processes x threads | numa_balancing | converged at (s) | memory on the threads' main node |\n\
+             |---|---|---:|---:|\n",
+            self.machine, self.watch_s
+        );
+        for r in &self.rows {
+            let at = r
+                .converged_s
+                .map_or("never".to_string(), |t| format!("{t:.1}"));
+            s += &format!(
+                "| {} | {} | {} | {:.0}% |\n",
+                r.shape,
+                r.mode,
+                at,
+                r.mem_local * 100.0
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,96 @@
+//! `light-load-2020` on kunpeng96: the light-load program's run time under each NUMA imbalance
+//! rule, and the nodes its threads ran on. `none` lets the balancer spread the four threads;
+//! `rfc2020` and the later rules may keep them on one node.
+
+use super::{StudyError, machine, run, secs};
+use crate::workload::light_load::{LightLoadParams, light_load};
+use rayon::prelude::*;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub rule: String,
+    /// Wall time of the program, s.
+    pub runtime_s: f64,
+    /// Nodes on which the worker threads ran (any user time).
+    pub nodes: Vec<usize>,
+    pub node_migrations: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LightLoad {
+    pub machine: String,
+    pub iterations: f64,
+    pub numa_balancing: String,
+    pub rows: Vec<Row>,
+}
+
+pub const RULES: [&str; 5] = ["none", "rfc2020", "two-tasks", "quarter", "imb_numa_nr"];
+
+/// Run the study on `machine` with `p` (numa_balancing as given: `on` is the kernel default).
+pub fn study(
+    machine_name: &str,
+    p: &LightLoadParams,
+    numa_balancing: &str,
+    seed: u64,
+) -> Result<LightLoad, StudyError> {
+    let topo = machine(machine_name)?;
+    let rows = RULES
+        .par_iter()
+        .map(|rule| {
+            let spec = format!("linux:numa_imbalance={rule},numa_balancing={numa_balancing}");
+            let r = run(&topo, light_load(p), &spec, seed)?;
+            let mut nodes: Vec<usize> = r
+                .tasks
+                .iter()
+                .filter(|t| t.job)
+                .flat_map(|t| {
+                    t.node_user_ns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, ns)| **ns > 0.0)
+                        .map(|(n, _)| n)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            Ok(Row {
+                rule: rule.to_string(),
+                runtime_s: r.end_ns as f64 / 1e9,
+                nodes,
+                node_migrations: r.counters.node_migrations,
+            })
+        })
+        .collect::<Result<Vec<Row>, StudyError>>()?;
+    Ok(LightLoad {
+        machine: topo.name.clone(),
+        iterations: p.iterations,
+        numa_balancing: numa_balancing.into(),
+        rows,
+    })
+}
+
+impl LightLoad {
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!(
+            "### light-load on {} ({:e} iterations per thread, numa_balancing={})\n\n\
+             | numa_imbalance | run time (s) | vs none | nodes used | node migrations |\n\
+             |---|---:|---:|---|---:|\n",
+            self.machine, self.iterations, self.numa_balancing
+        );
+        let base = self.rows.first().map_or(1.0, |r| r.runtime_s);
+        for r in &self.rows {
+            let nodes: Vec<String> = r.nodes.iter().map(|n| n.to_string()).collect();
+            s += &format!(
+                "| {} | {} | {:+.1}% | {} | {} |\n",
+                r.rule,
+                secs(r.runtime_s * 1e9),
+                (r.runtime_s / base - 1.0) * 100.0,
+                nodes.join(","),
+                r.node_migrations
+            );
+        }
+        s
+    }
+}

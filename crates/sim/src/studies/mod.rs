@@ -1,0 +1,114 @@
+//! The NUMA-balancing studies (issue 4): each runs one experiment as a library function and
+//! returns a plain, serialisable result with a markdown rendering, for the experiments runner
+//! to call. Every run is deterministic for its seed; rows are computed in parallel and
+//! collected in order.
+//!
+//! - [`light_load`]: `light-load-2020` (kunpeng96): run time per NUMA imbalance rule;
+//! - [`oltp`]: `oltp-numa` (xeon2s): transactions/s, NUMA balancing off vs on;
+//! - [`autonuma`]: `autonuma-bench` (xeon2s, epyc-nps4): numa01/numa02 and their bind variants,
+//!   off vs on vs sched-numa-2012, with per-node memory over time as SVG;
+//! - [`convergence`]: `convergence` (epyc-nps4): convergence time per process x thread shape.
+
+pub mod autonuma;
+pub mod convergence;
+pub mod light_load;
+pub mod oltp;
+
+use crate::kernel::Kernel;
+use crate::program::Workload;
+use crate::sched::{self, SchedSpec};
+use crate::sim::{RunError, RunResult, Sim};
+use crate::time::{Ns, SEC};
+use std::sync::Arc;
+use topo::Topology;
+
+/// Why a study could not run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum StudyError {
+    #[error("machine `{name}`: {reason}")]
+    Machine { name: String, reason: String },
+    #[error("{0}")]
+    Scheduler(String),
+    #[error("workload `{name}`: {reason}")]
+    Workload { name: String, reason: String },
+    #[error("{workload} with {sched}: {source}")]
+    Run {
+        workload: String,
+        sched: String,
+        source: RunError,
+    },
+}
+
+/// Resolve a machine by preset name, spec file or synthetic spec.
+pub fn machine(name: &str) -> Result<Arc<Topology>, StudyError> {
+    topo::resolve_machine(name)
+        .map(Arc::new)
+        .map_err(|e| StudyError::Machine {
+            name: name.into(),
+            reason: e.to_string(),
+        })
+}
+
+/// A ready-to-run simulation of `w` on `topo` with scheduler spec `sched`.
+pub fn prepare(
+    topo: &Arc<Topology>,
+    w: Workload,
+    sched: &str,
+    seed: u64,
+) -> Result<Sim, StudyError> {
+    let bad = |reason: String| StudyError::Workload {
+        name: w.name.clone(),
+        reason,
+    };
+    w.validate().map_err(bad)?;
+    w.check_machine(topo).map_err(bad)?;
+    let spec = SchedSpec::parse(sched).map_err(StudyError::Scheduler)?;
+    let s = sched::build(&spec, topo).map_err(StudyError::Scheduler)?;
+    Ok(Sim::new(topo.clone(), Arc::new(w), s, seed).with_time_limit(3600 * SEC))
+}
+
+/// Run `w` to completion.
+pub fn run(
+    topo: &Arc<Topology>,
+    w: Workload,
+    sched: &str,
+    seed: u64,
+) -> Result<RunResult, StudyError> {
+    let name = w.name.clone();
+    prepare(topo, w, sched, seed)?
+        .run()
+        .map_err(|source| StudyError::Run {
+            workload: name,
+            sched: sched.into(),
+            source,
+        })
+}
+
+/// Step `sim` and call `look` every `every` of simulated time (after the first event at or
+/// past each sampling time) until it returns true, the run ends, or `until` passes. Returns the
+/// sampling time at which `look` said true.
+pub fn watch(
+    sim: &mut Sim,
+    every: Ns,
+    until: Ns,
+    mut look: impl FnMut(&Kernel, Ns) -> bool,
+) -> Result<Option<Ns>, RunError> {
+    let mut next = every;
+    while sim.step()? {
+        while sim.k.now >= next {
+            if look(&sim.k, next) {
+                return Ok(Some(next));
+            }
+            next += every;
+        }
+        if sim.k.now >= until {
+            break;
+        }
+    }
+    Ok(None)
+}
+
+/// Seconds with three decimals, for tables.
+pub(crate) fn secs(ns: f64) -> String {
+    format!("{:.3}", ns / 1e9)
+}

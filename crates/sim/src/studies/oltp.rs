@@ -1,0 +1,120 @@
+//! `oltp-numa` on xeon2s: transactions per second of the oltp server for 2..512 client
+//! threads with NUMA balancing off and on, and the relative difference per row (the kernel's
+//! bar for the feature: no regression).
+//!
+//! Every row simulates about the same span of client time: each thread runs `tx_per_thread`
+//! transactions while there are no more threads than CPUs, and `tx_per_thread * CPUs / threads`
+//! beyond (the machine is then saturated and each thread gets its share of it).
+
+use super::{StudyError, machine, run};
+use crate::sim::RunResult;
+use crate::workload::oltp::{OltpParams, oltp};
+use rayon::prelude::*;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub threads: u32,
+    pub tps_off: f64,
+    pub tps_on: f64,
+    /// (on - off) / off, percent.
+    pub diff_pct: f64,
+    pub hint_faults_on: u64,
+    pub pages_migrated_on: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Oltp {
+    pub machine: String,
+    pub tx_per_thread: u32,
+    pub rows: Vec<Row>,
+}
+
+/// The client counts of the kernel's regression runs.
+pub const THREADS: [u32; 9] = [2, 4, 8, 16, 32, 64, 128, 256, 512];
+
+/// Transactions per thread for `threads` clients on `cpus` CPUs.
+fn tx_for(per_thread: u32, threads: u32, cpus: u32) -> u32 {
+    if threads <= cpus {
+        per_thread
+    } else {
+        (u64::from(per_thread) * u64::from(cpus) / u64::from(threads)).max(1) as u32
+    }
+}
+
+/// Transactions per second: all transactions over first client start to last client end.
+fn tps(r: &RunResult, tx: u64) -> f64 {
+    let jobs = r.tasks.iter().filter(|t| t.job);
+    let start = jobs.clone().map(|t| t.created).min().unwrap_or(0);
+    let end = jobs.map(|t| t.exited).max().unwrap_or(0);
+    tx as f64 / ((end - start).max(1) as f64 / 1e9)
+}
+
+pub fn study(
+    machine_name: &str,
+    threads: &[u32],
+    base: &OltpParams,
+    seed: u64,
+) -> Result<Oltp, StudyError> {
+    let topo = machine(machine_name)?;
+    let cpus = topo.nr_cpus() as u32;
+    let runs: Vec<(u32, &str)> = threads
+        .iter()
+        .flat_map(|&n| [(n, "off"), (n, "on")])
+        .collect();
+    let results = runs
+        .par_iter()
+        .map(|&(n, mode)| {
+            let p = OltpParams {
+                clients: n,
+                tx_per_thread: tx_for(base.tx_per_thread, n, cpus),
+                ..base.clone()
+            };
+            run(
+                &topo,
+                oltp(&p),
+                &format!("linux:numa_balancing={mode}"),
+                seed,
+            )
+        })
+        .collect::<Result<Vec<RunResult>, StudyError>>()?;
+    let rows = threads
+        .iter()
+        .zip(results.chunks(2))
+        .map(|(&n, pair)| {
+            let tx = u64::from(n) * u64::from(tx_for(base.tx_per_thread, n, cpus));
+            let (off, on) = (tps(&pair[0], tx), tps(&pair[1], tx));
+            Row {
+                threads: n,
+                tps_off: off,
+                tps_on: on,
+                diff_pct: (on / off - 1.0) * 100.0,
+                hint_faults_on: pair[1].counters.numa.numa_hint_faults,
+                pages_migrated_on: pair[1].counters.numa.numa_pages_migrated,
+            }
+        })
+        .collect();
+    Ok(Oltp {
+        machine: topo.name.clone(),
+        tx_per_thread: base.tx_per_thread,
+        rows,
+    })
+}
+
+impl Oltp {
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!(
+            "### oltp on {} ({} transactions per client thread, scaled by CPUs / threads above the CPU count)\n\n\
+             | threads | tx/s balancing off | tx/s balancing on | difference | hint faults (on) | pages migrated (on) |\n\
+             |---:|---:|---:|---:|---:|---:|\n",
+            self.machine, self.tx_per_thread
+        );
+        for r in &self.rows {
+            s += &format!(
+                "| {} | {:.0} | {:.0} | {:+.2}% | {} | {} |\n",
+                r.threads, r.tps_off, r.tps_on, r.diff_pct, r.hint_faults_on, r.pages_migrated_on
+            );
+        }
+        s
+    }
+}

@@ -49,6 +49,49 @@ pub fn io_mix(t: &Topology) -> String {
     s
 }
 
+/// Markdown bullet list for the NUMA-balancing studies: the machine, then what a hinting fault,
+/// a page-group copy and a shared cache line cost on it.
+pub fn numa_balancing(t: &Topology) -> String {
+    let mut s = common(t);
+    let m = &t.memory;
+    let far = (1..t.nr_nodes())
+        .max_by(|&a, &b| t.latency_ns(0, a).total_cmp(&t.latency_ns(0, b)))
+        .unwrap_or(0);
+    let group = 2u64 << 20;
+    let cpu = &t.cpu_model;
+    let core_gbps = cpu.mlp * cpu.line_bytes as f64 / t.latency_ns(0, far).max(1e-3);
+    let gbps = t.nodes[far]
+        .remote_bandwidth_gbps
+        .min(t.nodes[0].bandwidth_gbps)
+        .min(core_gbps);
+    let copy_us = (group as f64 / gbps + m.fault_overhead_ns) / 1e3;
+    let _ = writeln!(
+        s,
+        "- *Migration cost*: NUMA balancing moves 2 MiB page groups on hinting faults; one \
+         group from node {far} to node 0 costs about {copy_us:.0} us of system time (copy at \
+         {gbps:.1} GB/s, the least of the source's remote bandwidth, the destination's memory \
+         bandwidth and one core's streaming rate, plus {:.1} us to remap), charged to the \
+         faulting task. A moved task also refills its cache (up to the {:.1} MiB LLC).",
+        m.fault_overhead_ns / 1e3,
+        cpu.llc_bytes as f64 / (1u64 << 20) as f64
+    );
+    let _ = writeln!(
+        s,
+        "- *Scan cost*: each scan pass unmaps up to `scan_size_mb` of the process (PTE updates \
+         at `pmd_scan_ns` per 2 MiB, system time) after `scan_delay`, paced by \
+         `scan_period_min`..`scan_period_max` (the `linux` options above); every hinting fault \
+         costs {:.1} us. With `numa_balancing=off` none of this happens.",
+        m.fault_overhead_ns / 1e3
+    );
+    let _ = writeln!(
+        s,
+        "- *Shared lines*: a cache line written on one CPU and read on another costs {:.0} ns \
+         to move within a node and {:.0} ns across nodes (docs/MODEL.md).",
+        m.line_transfer_local_ns, m.line_transfer_remote_ns
+    );
+    s
+}
+
 fn common(t: &Topology) -> String {
     let mut s = String::new();
     let local = t.latency_ns(0, 0);

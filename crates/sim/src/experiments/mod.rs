@@ -2,9 +2,10 @@
 //! run on the simulator and written up as a markdown report with SVG charts and a JSON
 //! document.
 //!
-//! Two kinds exist: a numa_test matrix (schedulers x task counts x repetitions, summarised as
-//! the benchmark's own tables) and a mix of kernel builds and bonnie processes (the builds'
-//! wall times per scheduler). Every repetition has its own seed derived from the experiment's
+//! Three kinds exist: a numa_test matrix (schedulers x task counts x repetitions, summarised as
+//! the benchmark's own tables), a mix of kernel builds and bonnie processes (the builds'
+//! wall times per scheduler), and a `[study]`: one of the NUMA-balancing studies of
+//! [`crate::studies`], run once per machine with the file's seed. Every repetition has its own seed derived from the experiment's
 //! seed, the same for every scheduler; runs go in parallel but results are gathered in a fixed
 //! order, so the same file and seed always give the same bytes.
 
@@ -13,10 +14,15 @@ mod mixrun;
 mod numa;
 mod report;
 pub mod spec;
+mod study_report;
+pub mod study_spec;
+mod studyrun;
 mod svg;
 
 pub use mixrun::{BuildTimes, MixCell};
 pub use spec::{ExperimentSpec, Metric};
+pub use study_spec::{StudyKind, StudySection};
+pub use studyrun::StudyResults;
 
 use serde::Serialize;
 use std::path::Path;
@@ -41,8 +47,24 @@ pub enum ExperimentError {
 /// The experiment files shipped with homenode, built into the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
     (
+        "autonuma-bench.toml",
+        include_str!("../../../../experiments/autonuma-bench.toml"),
+    ),
+    (
         "azusa-a-to-f.toml",
         include_str!("../../../../experiments/azusa-a-to-f.toml"),
+    ),
+    (
+        "convergence.toml",
+        include_str!("../../../../experiments/convergence.toml"),
+    ),
+    (
+        "light-load-2020.toml",
+        include_str!("../../../../experiments/light-load-2020.toml"),
+    ),
+    (
+        "oltp-numa.toml",
+        include_str!("../../../../experiments/oltp-numa.toml"),
     ),
     (
         "tx7-node-affine.toml",
@@ -108,6 +130,8 @@ pub struct Outcome {
     pub options: Vec<(String, Vec<(String, String)>)>,
     pub numa_test: Vec<crate::numa_test::CellSummary>,
     pub mix: Vec<MixCell>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub study: Option<StudyResults>,
     /// Markdown report.
     #[serde(skip)]
     pub markdown: String,
@@ -122,14 +146,17 @@ impl Outcome {
     }
 }
 
-/// Run an experiment; `reps` overrides the file's repetition count.
+/// Run an experiment; `reps` overrides the file's repetition count (a study has none: there
+/// it is ignored).
 pub fn run(
     spec: &ExperimentSpec,
     reps: Option<u32>,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Outcome, ExperimentError> {
     let mut spec = spec.clone();
-    if let Some(r) = reps {
+    if let Some(r) = reps
+        && spec.study.is_none()
+    {
         spec.reps = r.max(1);
     }
     let fail = |msg: String| ExperimentError::Run {
@@ -139,7 +166,12 @@ pub fn run(
     let topo =
         std::sync::Arc::new(topo::resolve_machine(&spec.machine).map_err(|e| fail(e.to_string()))?);
     let mut options = Vec::new();
-    for s in spec.sched_specs() {
+    let names: Vec<String> = match &spec.study {
+        Some(s) => s.linux_specs(),
+        None => spec.schedulers.clone(),
+    };
+    for name in names {
+        let s = crate::sched::SchedSpec::parse(&name).map_err(&fail)?;
         let built = crate::sched::build(&s, &topo).map_err(&fail)?;
         options.push((s.to_string(), built.options()));
     }
@@ -147,6 +179,7 @@ pub fn run(
         options,
         numa_test: Vec::new(),
         mix: Vec::new(),
+        study: None,
         markdown: String::new(),
         charts: Vec::new(),
         spec: spec.clone(),
@@ -155,8 +188,13 @@ pub fn run(
         out.numa_test = numa::run(&spec, n, &topo, tick).map_err(fail)?;
     } else if let Some(m) = &spec.mix {
         out.mix = mixrun::run(&spec, m, &topo, tick).map_err(fail)?;
+    } else if let Some(s) = &spec.study {
+        out.study = Some(studyrun::run(s, &spec.machine, spec.seed, tick).map_err(fail)?);
     }
-    let (md, charts) = report::write(&out, &topo);
+    let (md, charts) = match &out.study {
+        Some(r) => study_report::write(&out, r),
+        None => report::write(&out, &topo),
+    };
     out.markdown = md;
     out.charts = charts;
     Ok(out)

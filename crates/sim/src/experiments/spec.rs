@@ -2,6 +2,7 @@
 //! line naming the file, the line and the key (unknown keys list the valid ones).
 
 use super::ExperimentError;
+use super::study_spec::StudySection;
 use crate::sched::{self, SchedSpec};
 use serde::{Deserialize, Serialize};
 
@@ -14,17 +15,27 @@ pub struct ExperimentSpec {
     #[serde(default)]
     pub description: String,
     pub machine: String,
-    /// Scheduler specs, one column each (`pool:pool_delay=0,initial_lb=off`).
+    /// Scheduler specs, one column each (`pool:pool_delay=0,initial_lb=off`); absent for a
+    /// `[study]`, which chooses its own `linux:...` options.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedulers: Vec<String>,
+    /// Repetitions per cell; absent for a `[study]` (each configuration runs once).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub reps: u32,
     #[serde(default = "default_seed")]
     pub seed: u64,
     pub numa_test: Option<NumaTestSection>,
     pub mix: Option<MixSection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study: Option<StudySection>,
 }
 
 fn default_seed() -> u64 {
     1
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// A numa_test experiment.
@@ -109,28 +120,71 @@ impl ExperimentSpec {
         };
         let topo = topo::resolve_machine(&self.machine)
             .map_err(|e| err("machine", format!("machine: {e}")))?;
+        let sections = [
+            self.numa_test.is_some(),
+            self.mix.is_some(),
+            self.study.is_some(),
+        ];
+        if sections.iter().filter(|s| **s).count() != 1 {
+            return Err(err(
+                "name",
+                "give exactly one of the sections [numa_test], [mix] and [study]".into(),
+            ));
+        }
+        if let Some(s) = &self.study {
+            return self.check_study(s, text, file);
+        }
+        self.check_schedulers(&topo, &err)?;
+        if self.reps == 0 {
+            return Err(err("reps", "reps: must be at least 1".into()));
+        }
+        match (&self.numa_test, &self.mix) {
+            (Some(n), _) => n.check(self, text, file),
+            (_, Some(m)) => m.check(text, file),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_schedulers(
+        &self,
+        topo: &topo::Topology,
+        err: &dyn Fn(&str, String) -> ExperimentError,
+    ) -> Result<(), ExperimentError> {
         if self.schedulers.is_empty() {
             return Err(err("schedulers", "schedulers: the list is empty".into()));
         }
         for (i, s) in self.schedulers.iter().enumerate() {
             let spec = SchedSpec::parse(s).map_err(|e| err("schedulers", e))?;
-            sched::build(&spec, &topo)
+            sched::build(&spec, topo)
                 .map_err(|e| err("schedulers", format!("schedulers[{i}]: {e}")))?;
             if self.schedulers[..i].contains(s) {
                 return Err(err("schedulers", format!("schedulers: `{s}` given twice")));
             }
         }
-        if self.reps == 0 {
-            return Err(err("reps", "reps: must be at least 1".into()));
+        Ok(())
+    }
+
+    /// A study picks its own `linux:...` options and runs each configuration once, so
+    /// `schedulers` and `reps` would only mislead: refuse them.
+    fn check_study(&self, s: &StudySection, text: &str, file: &str) -> Result<(), ExperimentError> {
+        let err = |key: &str, msg: &str| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, key),
+            msg: format!("{key}: {msg}"),
+        };
+        if !self.schedulers.is_empty() {
+            return Err(err(
+                "schedulers",
+                "not used by a [study] experiment (the study chooses its `linux:...` options); remove it",
+            ));
         }
-        match (&self.numa_test, &self.mix) {
-            (Some(n), None) => n.check(self, text, file),
-            (None, Some(m)) => m.check(text, file),
-            _ => Err(err(
-                "name",
-                "give exactly one of the sections [numa_test] and [mix]".into(),
-            )),
+        if self.reps != 0 {
+            return Err(err(
+                "reps",
+                "not used by a [study] experiment (each configuration runs once with `seed`); remove it",
+            ));
         }
+        s.check(&self.machine, text, file)
     }
 
     pub fn sched_specs(&self) -> Vec<SchedSpec> {
@@ -194,12 +248,12 @@ impl MixSection {
 }
 
 /// 1-based line of byte offset `at`.
-fn line_of(text: &str, at: usize) -> usize {
+pub(super) fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].matches('\n').count() + 1
 }
 
 /// Line where `key = ...` is set (0 if not found).
-fn key_line(text: &str, key: &str) -> usize {
+pub(super) fn key_line(text: &str, key: &str) -> usize {
     text.lines()
         .position(|l| {
             let l = l.trim_start();

@@ -77,8 +77,25 @@ fn the_shipped_experiments_parse() {
     let names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(
         names,
-        ["azusa-a-to-f", "tx7-node-affine", "wildfire-pmqs-vs-aa"]
+        [
+            "autonuma-bench",
+            "azusa-a-to-f",
+            "convergence",
+            "light-load-2020",
+            "oltp-numa",
+            "tx7-node-affine",
+            "wildfire-pmqs-vs-aa"
+        ]
     );
+    for n in [
+        "autonuma-bench",
+        "convergence",
+        "light-load-2020",
+        "oltp-numa",
+    ] {
+        let e = experiments::find(&all, n).expect("study");
+        assert!(e.study.is_some() && e.schedulers.is_empty(), "{n}");
+    }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     assert_eq!(experiments::load_all(Some(&dir)).expect("files"), all);
     assert!(experiments::find(&all, "nope").is_err());
@@ -123,4 +140,128 @@ fn reports_have_one_column_per_scheduler_and_the_options() {
         assert_eq!(c.build_s.len(), 4, "2 builds x 2 reps");
         assert!(c.build.min <= c.build.mean && c.build.mean <= c.build.max);
     }
+}
+
+/// Tiny study experiments, one per kind (a few seconds in a debug build).
+const TINY_STUDIES: [&str; 4] = [
+    r#"
+name = "tiny-light"
+title = "tiny light-load"
+machine = "nodes=2,cpus-per-node=8"
+seed = 3
+
+[study]
+kind = "light-load"
+iterations = 1e6
+"#,
+    r#"
+name = "tiny-oltp"
+title = "tiny oltp"
+machine = "nodes=2,cpus-per-node=4"
+
+[study]
+kind = "oltp"
+threads = [2, 8]
+tx_per_thread = 5
+"#,
+    r#"
+name = "tiny-autonuma"
+title = "tiny autonuma"
+machine = "nodes=2,cpus-per-node=2"
+
+[study]
+kind = "autonuma"
+extra_machines = ["nodes=2,cpus-per-node=4"]
+loops = 1
+numa02_loops = 1
+sample_ms = 100
+"#,
+    r#"
+name = "tiny-convergence"
+title = "tiny convergence"
+machine = "nodes=2,cpus-per-node=4"
+
+[study]
+kind = "convergence"
+shapes = ["2x1"]
+modes = ["off", "on"]
+watch_s = 1.5
+"#,
+];
+
+#[test]
+fn a_bad_study_key_names_file_line_and_key() {
+    let text = TINY_STUDIES[1].replace("tx_per_thread = 5", "tx_per_thred = 5");
+    let e = parse_err(&text);
+    assert!(
+        e.starts_with("x.toml:9:") && e.contains("tx_per_thred"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+    // A key of another kind.
+    let e = parse_err(&TINY_STUDIES[1].replace("tx_per_thread = 5", "loops = 5"));
+    assert!(e.starts_with("x.toml:9:") && e.contains("loops"), "{e}");
+    assert!(e.contains("`oltp`") && e.contains("tx_per_thread"), "{e}");
+    // An unknown kind lists the valid ones.
+    let e = parse_err(&TINY_STUDIES[1].replace("kind = \"oltp\"", "kind = \"tpcc\""));
+    assert!(
+        e.starts_with("x.toml:7:") && e.contains("light-load"),
+        "{e}"
+    );
+    for (from, to, want) in [
+        ("[study]", "schedulers = [\"o1\"]\n[study]", "schedulers"),
+        ("[study]", "reps = 3\n[study]", "reps"),
+        ("threads = [2, 8]", "threads = [0]", "threads"),
+    ] {
+        let e = parse_err(&TINY_STUDIES[1].replace(from, to));
+        assert!(e.contains(want) && e.lines().count() == 1, "{to}: {e}");
+    }
+    let conv = TINY_STUDIES[3];
+    for (from, to) in [
+        ("\"2x1\"", "\"2by1\""),
+        ("\"on\"]", "\"sometimes\"]"),
+        ("watch_s = 1.5", "watch_s = 0"),
+    ] {
+        let e = parse_err(&conv.replace(from, to));
+        assert!(e.starts_with("x.toml:") && e.lines().count() == 1, "{e}");
+    }
+}
+
+#[test]
+fn a_study_experiment_reports_its_table_and_is_reproducible() {
+    let want = [
+        "| numa_imbalance | run time (s) |",
+        "| threads | tx/s balancing off |",
+        "| program | numa_balancing | elapsed (s) |",
+        "| processes x threads | numa_balancing |",
+    ];
+    for (text, table) in TINY_STUDIES.iter().zip(want) {
+        let spec = ExperimentSpec::parse(text, "tiny.toml").expect("valid");
+        let a = experiments::run(&spec, Some(5), &|| {}).expect("run");
+        let b = experiments::run(&spec, None, &|| {}).expect("run");
+        assert!(a.markdown.contains(table), "{}", a.markdown);
+        assert!(a.markdown.contains("Model assumptions behind this table"));
+        assert!(a.markdown.contains("## Parameters"));
+        assert_eq!(a.markdown, b.markdown, "--reps is ignored by a study");
+        assert_eq!(a.json(), b.json());
+        assert_eq!(a.charts, b.charts);
+        assert!(!a.charts.is_empty());
+        assert!(a.charts.iter().all(|(_, svg)| svg.starts_with("<svg")));
+        assert!(a.json().contains("\"study\""));
+    }
+}
+
+#[test]
+fn a_cut_study_says_what_was_cut() {
+    let spec = ExperimentSpec::parse(TINY_STUDIES[2], "tiny.toml").expect("valid");
+    let o = experiments::run(&spec, None, &|| {}).expect("run");
+    assert!(
+        o.markdown.contains("`loops` 1 instead of 20"),
+        "{}",
+        o.markdown
+    );
+    assert!(o.markdown.contains("not tuning"));
+    // Both machines, with per-node memory charts of each.
+    assert_eq!(o.markdown.matches("### autonuma-benchmark on").count(), 2);
+    assert!(o.charts.len() >= 2 * 7, "{}", o.charts.len());
 }

@@ -189,9 +189,18 @@ fn answer(mut s: TcpStream, status: &SharedStatus) -> std::io::Result<()> {
     s.set_nonblocking(false)?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     s.set_write_timeout(Some(Duration::from_secs(2)))?;
+    // Read the whole request head: answering and closing with unread bytes in the socket
+    // would make the kernel reset the connection (the client may send the head in pieces).
+    let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
-    let n = s.read(&mut buf)?;
-    let req = String::from_utf8_lossy(&buf[..n]);
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let req = String::from_utf8_lossy(&head);
     let first = req.lines().next().unwrap_or("");
     let (code, ctype, body) = if first.starts_with("GET /metrics ") || first == "GET /metrics" {
         let report = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -263,7 +272,10 @@ mod tests {
         let m = MetricsServer::start("127.0.0.1:0".parse().expect("addr"), shared).expect("bind");
         let get = |path: &str| {
             let mut s = TcpStream::connect(m.addr).expect("connect");
-            write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+            // In pieces, as clients may send it.
+            for part in ["GET ", path, " HTTP/1.1\r\n", "Host: x\r\n", "\r\n"] {
+                s.write_all(part.as_bytes()).expect("send");
+            }
             let mut out = String::new();
             s.read_to_string(&mut out).expect("read");
             out

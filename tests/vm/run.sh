@@ -317,7 +317,7 @@ done
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=("${ALL_SCENARIOS[@]}")
 
 rig_start=$(now)
-need_apt qemu-system-x86 busybox-static
+need_apt qemu-system-x86 busybox-static binutils bsdextrautils file
 fetch_kernel
 fetch_numad
 if [ "$NO_BUILD" = 1 ] && [ -s "$cache/initramfs.cpio.gz" ]; then

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2034,SC2086,SC2012
 # Shell helpers for the guest scenarios (busybox sh). Sourced by /scenarios/*.sh.
 # Output protocol, read by tests/vm/run.sh on the host:
 #   HN-CHECK ok|FAIL NAME DETAIL     one assertion
@@ -89,9 +90,10 @@ stop_pids() {
 }
 
 # Start the daemon in the background with the rig's settings plus ARGS; sets DAEMON.
+# The interval is ${INTERVAL:-0.5} s.
 start_daemon() {
     homenode run --journal /tmp/hn/journal.json --socket /run/hn/hn.sock \
-        --interval 0.5 --set placement.homenode.min_rss_mib=16 "$@" >>"$DAEMON_LOG" 2>&1 &
+        --interval "${INTERVAL:-0.5}" --set placement.homenode.min_rss_mib=16 "$@" >>"$DAEMON_LOG" 2>&1 &
     DAEMON=$!
 }
 stop_daemon() {
@@ -124,11 +126,42 @@ state() {
 }
 # True when a state line shows distinct nodes and every PCT >= 90.
 converged() {
-    echo "$1" | awk '{ if ($NF != "distinct") exit 1;
-        for (i = 1; i < NF; i++) { split($i, a, ":"); if (a[2] + 0 < 90) exit 1 } }'
+    [ "${1##* }" = distinct ] && all_local "$1"
+}
+# True when every PCT of a state line is >= 90 (on whatever nodes).
+all_local() {
+    echo "$1" | awk '{ for (i = 1; i < NF; i++) { split($i, a, ":"); if (a[2] + 0 < 90) exit 1 } }'
 }
 # Mean of the PCT fields of a state line.
 mean_locality() {
     echo "$1" | awk '{ t = 0; for (i = 1; i < NF; i++) { split($i, a, ":"); t += a[2] }
         printf "%.1f", t / (NF - 1) }'
+}
+
+# watch MODE WINDOW_S [stop]: polls the state of $HOGS every 0.5 s from T0 (set by the caller)
+# until WINDOW_S seconds have passed, or, with "stop", until they have converged. Sets
+# CONV_S (seconds from T0 to the first converged state, or "never"), CONV_INTERVALS (the
+# daemon's interval count then, when a daemon runs), LOCAL_S (the first time all were
+# local, on any nodes) and LAST (the last state line).
+watch() {
+    CONV_S=never CONV_INTERVALS=- LOCAL_S=never
+    while :; do
+        el=$(elapsed "$T0")
+        LAST=$(state "$1" $HOGS)
+        if [ "$LOCAL_S" = never ] && all_local "$LAST"; then LOCAL_S=$el; fi
+        if [ "$CONV_S" = never ] && converged "$LAST"; then
+            CONV_S=$el
+            if [ -n "${DAEMON:-}" ]; then
+                CONV_INTERVALS=$(homenode status --socket /run/hn/hn.sock --json 2>/dev/null |
+                    sed -n 's/.*"intervals":\([0-9]*\).*/\1/p')
+            fi
+            [ "${3:-}" = stop ] && return 0
+        fi
+        if awk -v e="$el" -v w="$2" 'BEGIN { exit !(e >= w) }'; then return 0; fi
+        if [ -n "${DAEMON:-}" ] && ! kill -0 "$DAEMON" 2>/dev/null; then
+            fail daemon-alive "homenode run exited after $el s"
+            return 0
+        fi
+        sleep 0.5
+    done
 }

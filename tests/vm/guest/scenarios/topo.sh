@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
 # Scenario 1: what `homenode topo` reports. The host compares the HN-TOPO lines with what it
 # gave QEMU; here the same report is also checked against the kernel's own /sys files.
 . /lib/hn.sh

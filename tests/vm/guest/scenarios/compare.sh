@@ -9,7 +9,7 @@
 # memhogs here are 320 MiB each.
 . /lib/hn.sh
 MIB=320
-WINDOW=45
+WINDOW=60
 echo "HN-ROW compare placement local_s own_nodes_s final_locality_pct final_state(node:pct)"
 for method in kernel numad homenode; do
     if [ "$method" = kernel ]; then sysctl -qw kernel.numa_balancing=1; else sysctl -qw kernel.numa_balancing=0; fi
@@ -42,7 +42,7 @@ for method in kernel numad homenode; do
 done
 # The table is the result; the one assertion is that homenode brought every memhog's memory
 # to where it runs within the window (scenario 2 asserts separate homes and the bound).
-check compare-homenode "homenode: all four memhogs local within ${WINDOW} s (at $HOMENODE_LOCAL_S s)" -- \
+check compare-homenode "homenode: all four memhogs local by the end of the ${WINDOW} s window (first seen at $HOMENODE_LOCAL_S s; polls are 1-3 s apart under TCG)" -- \
     [ "$HOMENODE_LOCAL_S" != never ]
 [ "$HN_FAILED" = 0 ] || show_log "$DAEMON_LOG"
 exit 0

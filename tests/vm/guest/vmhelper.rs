@@ -1,0 +1,200 @@
+//! Test programs for the guest of the VM rig (tests/vm). Standard library only, so that
+//! `rustc --target x86_64-unknown-linux-musl` builds it in a second without Cargo.
+//!
+//! The mode comes from the name it is started as (the rig links it under each name, so each
+//! kind of test process has its own `comm` for the daemon's include list), or else from the
+//! first argument:
+//!
+//! - `memhog MIB [--ready FILE]`: allocates MIB of memory, writes every page once (first
+//!   touch: the pages land on the node of the CPU it runs on), creates FILE, then runs until
+//!   killed, reading and writing its memory in a pseudo-random order (busy and memory-bound).
+//! - `lightjob THREADS PERMILLE MIB`: THREADS threads, each busy PERMILLE/1000 of every
+//!   100 ms and asleep the rest, plus MIB of touched memory; runs until killed.
+//! - `vmhelper mem PID`: one line `own N0 N1 ... total N0 N1 ...` with the process's pages
+//!   per node from `/proc/PID/numa_maps`: first its own memory (anonymous, heap and stack
+//!   mappings: what a placement daemon moves), then every mapping.
+
+use std::env;
+use std::fs;
+use std::path::Path;
+use std::process::exit;
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn die(msg: &str) -> ! {
+    eprintln!("vmhelper: {msg}");
+    exit(2)
+}
+
+fn num(s: Option<&String>, what: &str) -> usize {
+    s.and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| die(&format!("{what}: expected a number")))
+}
+
+/// Allocates `mib` MiB and writes one word in every page.
+fn touch(mib: usize) -> Vec<u64> {
+    let words = mib * 1024 * 1024 / 8;
+    let mut v: Vec<u64> = Vec::with_capacity(words);
+    // Filled through push, so every page is first written by this thread.
+    for i in 0..words {
+        v.push(i as u64);
+    }
+    v
+}
+
+/// xorshift64: cheap pseudo-random indices.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+fn memhog(args: &[String]) {
+    let mib = num(args.first(), "memhog MIB");
+    let mut ready = None;
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--ready" => {
+                ready = args.get(i + 1).cloned();
+                i += 2;
+            }
+            other => die(&format!("memhog: unknown argument {other}")),
+        }
+    }
+    let mut v = touch(mib);
+    if let Some(f) = ready {
+        fs::write(&f, format!("{}\n", std::process::id()))
+            .unwrap_or_else(|e| die(&format!("{f}: {e}")));
+    }
+    let n = v.len() as u64;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+    let mut sum = 0u64;
+    loop {
+        for _ in 0..1_000_000 {
+            let k = (next(&mut x) % n) as usize;
+            v[k] = v[k].wrapping_add(1);
+            sum = sum.wrapping_add(v[k]);
+        }
+        std::hint::black_box(sum);
+    }
+}
+
+fn lightjob(args: &[String]) {
+    let threads = num(args.first(), "lightjob THREADS");
+    let permille = num(args.get(1), "lightjob PERMILLE").min(1000) as u64;
+    let mib = num(args.get(2), "lightjob MIB");
+    let mem = touch(mib);
+    let period = Duration::from_millis(100);
+    let busy = Duration::from_micros(permille * 100);
+    let mut handles = Vec::new();
+    for t in 0..threads.saturating_sub(1) {
+        handles.push(
+            thread::Builder::new()
+                .name(format!("light{t}"))
+                .spawn(move || duty(busy, period))
+                .unwrap_or_else(|e| die(&format!("spawn: {e}"))),
+        );
+    }
+    std::hint::black_box(&mem);
+    duty(busy, period);
+}
+
+fn duty(busy: Duration, period: Duration) -> ! {
+    let mut x = 1u64;
+    loop {
+        let start = Instant::now();
+        while start.elapsed() < busy {
+            for _ in 0..1000 {
+                std::hint::black_box(next(&mut x));
+            }
+        }
+        if let Some(rest) = period.checked_sub(start.elapsed()) {
+            thread::sleep(rest);
+        }
+    }
+}
+
+/// Pages per node of one `numa_maps` line, and whether the mapping is the process's own.
+fn parse_line(line: &str, per_node: &mut Vec<u64>, own: &mut Vec<u64>) {
+    let mut is_own = false;
+    let mut page_kib = 4u64;
+    let mut counts: Vec<(usize, u64)> = Vec::new();
+    for f in line.split_whitespace().skip(2) {
+        if f == "heap" || f == "stack" || f.starts_with("anon=") {
+            is_own = true;
+        } else if let Some(k) = f.strip_prefix("kernelpagesize_kB=") {
+            page_kib = k.parse().unwrap_or(4);
+        } else if let Some(rest) = f.strip_prefix('N') {
+            if let Some((node, pages)) = rest.split_once('=') {
+                if let (Ok(node), Ok(pages)) = (node.parse::<usize>(), pages.parse::<u64>()) {
+                    counts.push((node, pages));
+                }
+            }
+        }
+    }
+    // A file mapping that a process wrote to privately shows both file= and anon=; its
+    // pages are counted as its own, like the daemon does for copied-on-write pages.
+    if line.contains(" file=") && !line.contains("anon=") {
+        is_own = false;
+    }
+    for (node, pages) in counts {
+        let pages4k = pages * page_kib / 4;
+        if per_node.len() <= node {
+            per_node.resize(node + 1, 0);
+            own.resize(node + 1, 0);
+        }
+        per_node[node] += pages4k;
+        if is_own {
+            own[node] += pages4k;
+        }
+    }
+}
+
+fn mem(args: &[String]) {
+    let pid = num(args.first(), "mem PID");
+    let nodes = fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_prefix("node"))
+                        .and_then(|n| n.parse::<usize>().ok())
+                })
+                .max()
+                .map_or(1, |m| m + 1)
+        })
+        .unwrap_or(1);
+    let text = fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("numa_maps"))
+        .unwrap_or_else(|e| die(&format!("numa_maps of {pid}: {e}")));
+    let mut all = vec![0u64; nodes];
+    let mut own = vec![0u64; nodes];
+    for line in text.lines() {
+        parse_line(line, &mut all, &mut own);
+    }
+    let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+    println!("own {} total {}", join(&own), join(&all));
+}
+
+fn main() {
+    let argv: Vec<String> = env::args().collect();
+    let name = argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        .unwrap_or_default();
+    let (mode, rest) = match name.as_str() {
+        "memhog" | "lightjob" | "pinhog" => (name.clone(), &argv[1..]),
+        _ => match argv.get(1) {
+            Some(m) => (m.clone(), &argv[2..]),
+            None => die("usage: vmhelper memhog|lightjob|mem ARGS"),
+        },
+    };
+    match mode.as_str() {
+        "memhog" | "pinhog" => memhog(rest),
+        "lightjob" => lightjob(rest),
+        "mem" => mem(rest),
+        m => die(&format!("unknown mode {m}")),
+    }
+}

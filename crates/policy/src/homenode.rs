@@ -322,9 +322,31 @@ impl HomenodePolicy {
             None => "its memory is on no node it may use".to_string(),
         };
 
-        // 2. The best node with room.
+        // 2. The best node with room. Only nodes where the process would not leave the
+        // machine imbalanced by the rebalancer's own rule (step 3) compete, when there are
+        // such nodes: a first home that the rebalancer would later undo is not given. (Near
+        // the memory, a half-busy node would otherwise beat an idle one farther away.)
         let roomy: Vec<NodeId> = allowed.iter().copied().filter(|&x| room(x)).collect();
-        if let Some(x) = best_of(&roomy) {
+        let after = |x: NodeId| (model.load[x] + p.cpu) / model.cpus[x].max(EPS);
+        let least = roomy
+            .iter()
+            .map(|&x| after(x))
+            .fold(f64::INFINITY, f64::min);
+        let balanced: Vec<NodeId> = roomy
+            .iter()
+            .copied()
+            .filter(|&x| {
+                let a = after(x);
+                a <= cfg.consolidate_below + EPS
+                    || a * 100.0 <= f64::from(cfg.imbalance_pct) * least + EPS
+            })
+            .collect();
+        let candidates = if balanced.is_empty() {
+            &roomy
+        } else {
+            &balanced
+        };
+        if let Some(x) = best_of(candidates) {
             return Some(HomeChoice {
                 nodes: vec![x],
                 reason: format!(
@@ -1106,6 +1128,37 @@ mod tests {
             "rebalance: node 0 at 0.75 vs node 1 at 0.00 CPUs/CPU, moving pid 2 (pid2, 1.0 CPUs; 30% of its 1000 MiB already on node 1)"
         );
         assert_eq!(pol.imbalance_streak(), 0);
+    }
+
+    /// As in the VM rig's scenario 2 (tests/vm): 4 nodes of 2 CPUs in a ring (21 to
+    /// neighbours, 31 across); busy single-threaded processes whose memory is all on node 0,
+    /// which has no room (something else keeps it busy). Near the memory, a half-busy node 1
+    /// or 3 must not be preferred to the idle, farther node 2: that first placement would be
+    /// imbalanced by the rebalancer's own rule. Each gets a node of its own.
+    #[test]
+    fn first_homes_do_not_create_an_imbalance() {
+        let mut t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+        for a in 0..4usize {
+            for b in 0..4usize {
+                t.distance[a][b] = match (a + 4 - b) % 4 {
+                    0 => 10,
+                    2 => 31,
+                    _ => 21,
+                };
+            }
+        }
+        let mut other = proc(&t, 9, 2.0, 2, 0, &[0, 0, 0, 0]);
+        other.leave_alone = true;
+        let mut procs: Vec<ProcessView> = [(1, 1), (2, 3), (3, 1)]
+            .into_iter()
+            .map(|(pid, run)| proc(&t, pid, 1.0, 1, run, &[96 * MIB, 0, 0, 0]))
+            .collect();
+        procs.push(other);
+        let mut pol = HomenodePolicy::default();
+        let a = pol.decide(&snap(&t, 0, procs));
+        let mut nodes: Vec<NodeId> = homes(&a).iter().map(|(_, h)| h[0]).collect();
+        nodes.sort_unstable();
+        assert_eq!(nodes, vec![1, 2, 3], "{a:#?}");
     }
 
     #[test]

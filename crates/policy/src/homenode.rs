@@ -21,8 +21,8 @@
 //!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total.
 //!
 //! The load model: each node's load (in CPUs) is its busy CPU time minus what homed processes
-//! ran there, plus the CPU use of the processes homed on it (split over a home set by CPU
-//! count). So a homed process counts where it belongs, everything else (small processes,
+//! ran there, plus the demand of the processes homed on it (their CPU use, or their width when
+//! larger: each busy thread needs a CPU; split over a home set by CPU count). So a homed process counts where it belongs, everything else (small processes,
 //! processes left alone, processes not homed yet) where it ran.
 //!
 //! State kept between decisions (all in this struct, so the same sequence of snapshots always
@@ -125,7 +125,9 @@ impl Model {
                     } else {
                         1.0 / h.len() as f64
                     };
-                    self.load[n] += sign * p.cpu * w;
+                    // A homed process counts what it needs there (busy threads a CPU each),
+                    // not only what it managed to use where it ran.
+                    self.load[n] += sign * p.cpu.max(f64::from(p.width)) * w;
                 }
                 for r in 0..self.load.len() {
                     if !h.contains(&r) && p.bytes[r] > 0 {
@@ -224,7 +226,10 @@ impl HomenodePolicy {
                 .max(0.0)
         };
         let fits = |x: NodeId| p.width as usize <= p.node_cpus[x] && mem_cap(x) >= rss;
-        let room = |x: NodeId| fits(x) && spare(x) + EPS >= p.cpu;
+        // What it needs at once: its CPU use, or more when its busy threads each need a CPU
+        // of their own (two busy threads sharing one CPU use 1.0 but need 2).
+        let demand = p.cpu.max(f64::from(p.width));
+        let room = |x: NodeId| fits(x) && spare(x) + EPS >= demand;
         let proximity = |x: NodeId| {
             if p.rss == 0 {
                 return 1.0;
@@ -284,8 +289,30 @@ impl HomenodePolicy {
         };
         let mem_node = p.memory_node();
 
+        // Nodes with room where the process would not leave the machine imbalanced by the
+        // rebalancer's own rule (step 3). When there are such nodes, only they compete, in
+        // steps 1 and 2: a first home that the rebalancer would later undo is not given.
+        // (A node near the memory, or holding it, would otherwise take a second busy process
+        // while another node stays idle.)
+        let roomy: Vec<NodeId> = allowed.iter().copied().filter(|&x| room(x)).collect();
+        let after = |x: NodeId| (model.load[x] + demand) / model.cpus[x].max(EPS);
+        let least = roomy
+            .iter()
+            .map(|&x| after(x))
+            .fold(f64::INFINITY, f64::min);
+        let balanced: Vec<NodeId> = roomy
+            .iter()
+            .copied()
+            .filter(|&x| {
+                let a = after(x);
+                a <= cfg.consolidate_below + EPS
+                    || a * 100.0 <= f64::from(cfg.imbalance_pct) * least + EPS
+            })
+            .collect();
+        let ok = |x: NodeId| room(x) && (balanced.is_empty() || balanced.contains(&x));
+
         // 1. Where the memory is, if there is room.
-        if let Some(mn) = mem_node.filter(|&mn| room(mn)) {
+        if let Some(mn) = mem_node.filter(|&mn| ok(mn)) {
             return Some(HomeChoice {
                 nodes: vec![mn],
                 reason: format!(
@@ -311,6 +338,14 @@ impl HomenodePolicy {
                 pct(p.bytes[mn], p.rss),
                 fmt_bytes(p.rss)
             ),
+            Some(mn) if room(mn) => format!(
+                "node {mn} (holding {} of its {}) would be {:.2} CPUs/CPU busy with it, more than {}% of the {:.2} of a node with room",
+                pct(p.bytes[mn], p.rss),
+                fmt_bytes(p.rss),
+                after(mn),
+                cfg.imbalance_pct,
+                least
+            ),
             Some(mn) => format!(
                 "node {mn} (holding {} of its {}) has no room for {} ({:.1} CPUs spare, {:.1} used)",
                 pct(p.bytes[mn], p.rss),
@@ -322,25 +357,7 @@ impl HomenodePolicy {
             None => "its memory is on no node it may use".to_string(),
         };
 
-        // 2. The best node with room. Only nodes where the process would not leave the
-        // machine imbalanced by the rebalancer's own rule (step 3) compete, when there are
-        // such nodes: a first home that the rebalancer would later undo is not given. (Near
-        // the memory, a half-busy node would otherwise beat an idle one farther away.)
-        let roomy: Vec<NodeId> = allowed.iter().copied().filter(|&x| room(x)).collect();
-        let after = |x: NodeId| (model.load[x] + p.cpu) / model.cpus[x].max(EPS);
-        let least = roomy
-            .iter()
-            .map(|&x| after(x))
-            .fold(f64::INFINITY, f64::min);
-        let balanced: Vec<NodeId> = roomy
-            .iter()
-            .copied()
-            .filter(|&x| {
-                let a = after(x);
-                a <= cfg.consolidate_below + EPS
-                    || a * 100.0 <= f64::from(cfg.imbalance_pct) * least + EPS
-            })
-            .collect();
+        // 2. The best node with room, among the balanced ones when there are such.
         let candidates = if balanced.is_empty() {
             &roomy
         } else {
@@ -1159,6 +1176,22 @@ mod tests {
         let mut nodes: Vec<NodeId> = homes(&a).iter().map(|(_, h)| h[0]).collect();
         nodes.sort_unstable();
         assert_eq!(nodes, vec![1, 2, 3], "{a:#?}");
+    }
+
+    /// Four busy single-threaded processes squeezed onto node 0's two CPUs (0.5 CPUs each),
+    /// their memory there: each needs a CPU of its own, so node 0 has room for only one of
+    /// them however little each uses now; the others go elsewhere, one per node.
+    #[test]
+    fn busy_threads_count_as_a_cpu_each_when_looking_for_room() {
+        let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+        let procs: Vec<ProcessView> = (1..=4)
+            .map(|pid| proc(&t, pid, 0.5, 1, 0, &[96 * MIB, 0, 0, 0]))
+            .collect();
+        let mut pol = HomenodePolicy::default();
+        let a = pol.decide(&snap(&t, 0, procs));
+        let mut nodes: Vec<NodeId> = homes(&a).iter().map(|(_, h)| h[0]).collect();
+        nodes.sort_unstable();
+        assert_eq!(nodes, vec![0, 1, 2, 3], "{a:#?}");
     }
 
     #[test]

@@ -153,7 +153,7 @@ watch() {
             CONV_S=$el
             if [ -n "${DAEMON:-}" ]; then
                 CONV_INTERVALS=$(homenode status --socket /run/hn/hn.sock --json 2>/dev/null |
-                    sed -n 's/.*"intervals":\([0-9]*\).*/\1/p')
+                    sed -n 's/.*"intervals": *\([0-9]*\).*/\1/p' | head -n 1)
             fi
             [ "${3:-}" = stop ] && return 0
         fi

@@ -217,11 +217,15 @@ check_topo() {
         reported=$(echo "$line" | sed -n 's/.*memory \([0-9]*\) MiB.*/\1/p')
         # The report is the node's MemTotal: the given size less what firmware and the kernel
         # keep (memory-map holes, the kernel image, page structures: 64 bytes per 4 KiB page
-        # alone is 1.6%). Measured: 88-98% of the given size. The guest checks the exact
-        # match with the node's meminfo.
+        # alone is 1.6%, plus fixed-size reservations that weigh more on a small node).
+        # Measured: 83-98% of the given size (83% on a 640 MiB node). Allowed: up to 15% or
+        # 128 MiB below, whichever is more. The guest checks the exact match with the node's
+        # meminfo.
+        local slack=$((NODE_MIB[n] * 15 / 100))
+        [ "$slack" -lt 128 ] && slack=128
         if [ -n "$reported" ] && [ "$reported" -le "${NODE_MIB[n]}" ] &&
-            [ "$reported" -ge $((NODE_MIB[n] * 85 / 100)) ]; then
-            RESULTS+=("HN-CHECK ok topo-node$n-memory $reported MiB of ${NODE_MIB[n]} MiB given (within 15% below)")
+            [ "$reported" -ge $((NODE_MIB[n] - slack)) ]; then
+            RESULTS+=("HN-CHECK ok topo-node$n-memory $reported MiB of ${NODE_MIB[n]} MiB given (at most $slack MiB below)")
         else
             RESULTS+=("HN-CHECK FAIL topo-node$n-memory reported '${reported}' MiB, QEMU was given ${NODE_MIB[n]} MiB")
         fi

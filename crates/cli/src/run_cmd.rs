@@ -328,16 +328,7 @@ pub fn topo(a: TopoArgs) -> Result<()> {
             n.mem_bytes >> 20
         );
     }
-    outln!("distances:");
-    for row in &t.distance {
-        outln!(
-            "  {}",
-            row.iter()
-                .map(|d| format!("{d:3}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-    }
+    crate::sim_cmd::print_distances(t)?;
     for w in &h.warnings {
         outln!("note: {w}");
     }

@@ -364,6 +364,16 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     Ok(())
 }
 
+/// The SLIT, one row per node.
+pub(crate) fn print_distances(t: &topo::Topology) -> Result<()> {
+    outln!("distances:");
+    for row in &t.distance {
+        let cells: Vec<String> = row.iter().map(|d| format!("{d:3}")).collect();
+        outln!("  {}", cells.join(" "));
+    }
+    Ok(())
+}
+
 pub fn machines(m: Option<&str>) -> Result<()> {
     match m {
         None => {
@@ -385,16 +395,7 @@ pub fn machines(m: Option<&str>) -> Result<()> {
                     n.remote_bandwidth_gbps
                 );
             }
-            outln!("distances:");
-            for row in &t.distance {
-                outln!(
-                    "  {}",
-                    row.iter()
-                        .map(|d| format!("{d:3}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
-            }
+            print_distances(&t)?;
             outln!("idle latency ns (cpu node x memory node):");
             for row in &t.latency_ns {
                 outln!(

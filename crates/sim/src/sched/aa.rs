@@ -17,7 +17,7 @@ use super::wake::{idle_elsewhere, idle_on_node, other_nodes_by_distance, preempt
 use super::{CpuScheduler, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
 use crate::time::Ns;
-use topo::{CpuId, CpuSet, NodeId, Topology};
+use topo::{CpuId, NodeId, Topology};
 
 pub struct Aa {
     p: O1Params,
@@ -29,11 +29,7 @@ impl Aa {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
-        let spans: Vec<CpuSet> = topo
-            .cpus
-            .iter()
-            .map(|c| topo.node_cpus(c.node).clone())
-            .collect();
+        let spans = super::domain::node_spans(topo);
         Ok(Aa {
             d: Domains::new(vec![p.level("NODE", spans)], n),
             qb: QueueBalancer::new(n),

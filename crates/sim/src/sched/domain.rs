@@ -94,6 +94,14 @@ impl Domains {
     }
 }
 
+/// The span of the node level for every CPU: the CPUs of its node.
+pub fn node_spans(topo: &topo::Topology) -> Vec<topo::CpuSet> {
+    topo.cpus
+        .iter()
+        .map(|c| topo.node_cpus(c.node).clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
 use crate::time::{MS, Ns};
-use topo::{CpuId, CpuSet, Topology};
+use topo::{CpuId, Topology};
 
 /// Level indices.
 const NODE: usize = 0;
@@ -41,11 +41,7 @@ impl Linux26Numa {
         let n = topo.nr_cpus();
         let node_idle = o.duration("node_idle_interval", 5 * MS)?.max(1);
         let node_busy = o.duration("node_busy_interval", 400 * MS)?.max(1);
-        let spans: Vec<CpuSet> = topo
-            .cpus
-            .iter()
-            .map(|c| topo.node_cpus(c.node).clone())
-            .collect();
+        let spans = super::domain::node_spans(topo);
         let numa = BalanceLevel {
             name: "NUMA".into(),
             spans: vec![topo.all_cpus(); n],

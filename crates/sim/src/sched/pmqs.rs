@@ -20,7 +20,7 @@ use super::wake::{idle_elsewhere, idle_on_node, preemptable_on_node};
 use super::{CpuScheduler, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
 use crate::time::{MS, Ns};
-use topo::{CpuId, CpuSet, NodeId, Topology};
+use topo::{CpuId, NodeId, Topology};
 
 pub struct Pmqs {
     p: O1Params,
@@ -33,11 +33,7 @@ impl Pmqs {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
-        let spans: Vec<CpuSet> = topo
-            .cpus
-            .iter()
-            .map(|c| topo.node_cpus(c.node).clone())
-            .collect();
+        let spans = super::domain::node_spans(topo);
         Ok(Pmqs {
             period: o
                 .duration_or_off("balance_period", Some(500 * MS))?

@@ -32,11 +32,11 @@ impl SimpleNuma {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
-        let spans = topo.cpus.iter().map(|c| topo.node_cpus(c.node).clone());
+        let spans = super::domain::node_spans(topo);
         Ok(SimpleNuma {
             rate: o.uint("node_balance_rate", 10)?.clamp(1, 1_000_000) as u32,
             threshold: o.uint("node_threshold", 125)?.clamp(100, 1000) as u32,
-            d: Domains::new(vec![p.level("NODE", spans.collect())], n),
+            d: Domains::new(vec![p.level("NODE", spans)], n),
             qb: QueueBalancer::new(n),
             loads: NodeLoads::new(n, topo.nr_nodes(), false),
             calls: vec![0; n],

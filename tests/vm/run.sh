@@ -10,7 +10,8 @@
 # Options: --tcg (software emulation even when KVM works), --verbose (print each guest's whole
 # console), --no-build (reuse the cached homenode and initramfs).
 # Environment: HOMENODE_VM_CACHE (default target/vm), CARGO_TARGET_DIR, HOMENODE_VM_TIMEOUT
-# (seconds per boot, default 300).
+# (seconds per boot, default 300), HOMENODE_VM_RETRIES (second boots of a failed scenario:
+# 1 under TCG, 0 under KVM).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -338,14 +339,34 @@ if [ "$SHELL_MODE" = 1 ]; then
     exec "${QEMU[@]}"
 fi
 
+# Under TCG eight virtual CPUs share the host's cores, so a guest's timing (how busy its idle
+# CPUs look, how long an interval takes) varies from boot to boot; a scenario that fails is
+# booted once more there and fails only if both boots fail. Both boots are printed, and a pass
+# on the second boot is listed as flaky. HOMENODE_VM_RETRIES overrides (0: no second boot).
+if [ "$ACCEL" = tcg ]; then retries=${HOMENODE_VM_RETRIES:-1}; else retries=${HOMENODE_VM_RETRIES:-0}; fi
 PASSED=0 FAILED=0
 failed_boots=()
+flaky_boots=()
 for s in "${SCENARIOS[@]}"; do
     for shape in ${SCENARIO_SHAPES[$s]}; do
-        run_boot "$shape" "$s" || failed_boots+=("$s/$shape")
+        attempt=0
+        until run_boot "$shape" "$s"; do
+            attempt=$((attempt + 1))
+            if [ "$attempt" -gt "$retries" ]; then
+                failed_boots+=("$s/$shape")
+                break
+            fi
+            say "$s on $shape failed; booting it once more ($ACCEL timing varies, see docs/VM.md)"
+        done
+        if [ "$attempt" -gt 0 ] && [ "$attempt" -le "$retries" ]; then
+            flaky_boots+=("$s/$shape")
+        fi
     done
 done
 echo "vm rig: ${#SCENARIOS[@]} scenarios, accelerator $ACCEL, total $(since "$rig_start") s"
+if [ ${#flaky_boots[@]} -gt 0 ]; then
+    echo "vm rig: passed only on the second boot (flaky): ${flaky_boots[*]}"
+fi
 if [ ${#failed_boots[@]} -gt 0 ]; then
     echo "vm rig: failed: ${failed_boots[*]}"
 fi

@@ -192,7 +192,9 @@ impl Kernel {
         let pid = self.tasks[t].pid;
         let mut newly = 0;
         for (i, r) in self.procs[pid].regions.iter_mut().enumerate() {
-            if !regions.contains(&i) {
+            // A region whose every group is placed has nothing to touch (the common case:
+            // a Memory phase repeated over memory already in use).
+            if !regions.contains(&i) || r.allocated_bytes() >= r.bytes.max(1) {
                 continue;
             }
             for g in 0..r.groups.len() {

@@ -6,11 +6,22 @@ use super::cost;
 use super::task::{OpCache, PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::program::Phase;
+use std::collections::HashMap;
 use topo::CpuId;
+
+/// Per region of a process, per node: its threads running a memory phase that writes the
+/// region.
+pub(super) type WriterCounts = Vec<Vec<u32>>;
 
 impl Kernel {
     /// Rate of `t`'s current phase at its CPU under the current contention.
     pub(super) fn set_rate(&mut self, t: TaskId) {
+        self.set_rate_with(t, true);
+    }
+
+    /// [`Kernel::set_rate`]; `ensure` false when the caller has just brought `t`'s cost
+    /// decomposition up to date (the contention refresh) and nothing changed since.
+    fn set_rate_with(&mut self, t: TaskId, ensure: bool) {
         let task = &self.tasks[t];
         let nspc = self.topo.ns_per_cycle();
         let (rate, user_frac) = match task.work {
@@ -18,7 +29,9 @@ impl Kernel {
             PhaseWork::Cycles { user } => (1.0 / nspc, if user { 1.0 } else { 0.0 }),
             PhaseWork::RecvMsgs { .. } => (1.0 / nspc, 0.0),
             PhaseWork::MemOps => {
-                self.ensure_op(t);
+                if ensure {
+                    self.ensure_op(t, None, None);
+                }
                 let op = self.tasks[t].op_cache.as_ref().map(|c| &c.op);
                 (op.map_or(0.0, |op| 1.0 / op.ns(&self.q).max(1e-9)), 1.0)
             }
@@ -54,14 +67,24 @@ impl Kernel {
     }
 
     /// Bring `t`'s cost decomposition up to date with its place, cache share and memory;
-    /// returns whether it changed.
-    pub(super) fn ensure_op(&mut self, t: TaskId) -> bool {
+    /// returns whether it changed. `sharers` (memory-bound tasks running on its LLC) and
+    /// `writers` (its process's [`Kernel::writer_counts`]) are passed when the caller has
+    /// them: the contention refresh counts them once for all running tasks.
+    pub(super) fn ensure_op(
+        &mut self,
+        t: TaskId,
+        sharers: Option<usize>,
+        writers: Option<&WriterCounts>,
+    ) -> bool {
         let task = &self.tasks[t];
         let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
             return false;
         };
         let node = self.node_of(task.cpu);
-        let share = self.cache_share(task.cpu);
+        let share = match sharers {
+            Some(k) => self.topo.cpu_model.llc_bytes as f64 / k.max(1) as f64,
+            None => self.cache_share(task.cpu),
+        };
         let version = self.procs[task.pid].mem_version;
         let contended = op.accesses.iter().any(|a| a.contended > 0.0);
         if !contended
@@ -74,7 +97,19 @@ impl Kernel {
         {
             return false;
         }
-        let xfer = self.xfer_costs(t, op);
+        let xfer = if contended {
+            let own;
+            let w = match writers {
+                Some(w) => w,
+                None => {
+                    own = self.writer_counts(task.pid);
+                    &own
+                }
+            };
+            self.xfer_costs(t, op, w)
+        } else {
+            Vec::new()
+        };
         let regions = &self.procs[task.pid].regions;
         let lin = cost::linear_op(&self.topo, op, regions, node, share, &xfer);
         self.tasks[t].op_cache = Some(OpCache {
@@ -101,39 +136,75 @@ impl Kernel {
         self.topo.cpu_model.llc_bytes as f64 / sharers as f64
     }
 
-    /// Cache-line transfer cost per access of `op` for task `t`: mean over the other running
-    /// threads of its process that write the same region.
-    pub(super) fn xfer_costs(&self, t: TaskId, op: &crate::program::OpCost) -> Vec<f64> {
-        if op.accesses.iter().all(|a| a.contended == 0.0) {
-            return Vec::new();
-        }
+    /// Whether `t`'s current phase has accesses that find lines written by other threads.
+    fn op_contended(&self, t: TaskId) -> bool {
         let task = &self.tasks[t];
-        let me = self.node_of(task.cpu);
-        let proc = &self.procs[task.pid];
+        matches!(
+            &self.workload.programs[task.program].phases.get(task.pc),
+            Some(Phase::Memory { op, .. }) if op.accesses.iter().any(|a| a.contended > 0.0)
+        )
+    }
+
+    /// Whether task `o` is running a memory phase that writes `region`.
+    fn writes_region(&self, o: TaskId, region: usize) -> bool {
+        let other = &self.tasks[o];
+        if other.state != TaskState::Running || other.work != PhaseWork::MemOps {
+            return false;
+        }
+        let Phase::Memory { op, .. } = &self.workload.programs[other.program].phases[other.pc]
+        else {
+            return false;
+        };
+        op.accesses.iter().any(|x| x.region == region && x.write)
+    }
+
+    /// For each region of process `pid`, how many of its threads on each node are running a
+    /// memory phase that writes it: the CPUs a contended line of that region bounces between.
+    pub(super) fn writer_counts(&self, pid: usize) -> WriterCounts {
+        let proc = &self.procs[pid];
+        let nodes = self.topo.nr_nodes();
+        let mut w = vec![vec![0u32; nodes]; proc.regions.len()];
+        for &o in &proc.threads {
+            let node = self.node_of(self.tasks[o].cpu);
+            for (r, per_node) in w.iter_mut().enumerate() {
+                if self.writes_region(o, r) {
+                    per_node[node] += 1;
+                }
+            }
+        }
+        w
+    }
+
+    /// Cache-line transfer cost per access of `op` for task `t`: mean over the other running
+    /// threads of its process that write the same region (`writers`, which may count `t`).
+    fn xfer_costs(
+        &self,
+        t: TaskId,
+        op: &crate::program::OpCost,
+        writers: &WriterCounts,
+    ) -> Vec<f64> {
+        let me = self.node_of(self.tasks[t].cpu);
         op.accesses
             .iter()
             .map(|a| {
+                let Some(per_node) = writers.get(a.region) else {
+                    return 0.0;
+                };
                 let mut sum = 0.0;
-                let mut n = 0usize;
-                for &o in &proc.threads {
-                    let other = &self.tasks[o];
-                    if o == t
-                        || other.state != TaskState::Running
-                        || other.work != PhaseWork::MemOps
-                    {
-                        continue;
-                    }
-                    let Phase::Memory { op: oop, .. } =
-                        &self.workload.programs[other.program].phases[other.pc]
-                    else {
-                        continue;
+                let mut n = 0u32;
+                for (node, &k) in per_node.iter().enumerate() {
+                    // `t` itself is not another writer.
+                    let k = if node == me && self.writes_region(t, a.region) {
+                        k.saturating_sub(1)
+                    } else {
+                        k
                     };
-                    if oop.accesses.iter().any(|x| x.region == a.region && x.write) {
-                        sum += cost::line_transfer_ns(&self.topo, me, self.node_of(other.cpu));
-                        n += 1;
+                    if k > 0 {
+                        sum += f64::from(k) * cost::line_transfer_ns(&self.topo, me, node);
+                        n += k;
                     }
                 }
-                if n == 0 { 0.0 } else { sum / n as f64 }
+                if n == 0 { 0.0 } else { sum / f64::from(n) }
             })
             .collect()
     }
@@ -159,10 +230,32 @@ impl Kernel {
             self.settle(t);
         }
         let mut op_changed = vec![false; mem_cpus.len()];
+        // Memory-bound tasks running per LLC, and writer counts per process, counted once
+        // for all running tasks.
+        let mut sharers = vec![0usize; self.llc_cpus.len()];
+        for &c in &mem_cpus {
+            if self.rqs[c]
+                .curr
+                .is_some_and(|t| self.tasks[t].work == PhaseWork::MemOps)
+            {
+                sharers[self.topo.cpus[c].llc] += 1;
+            }
+        }
+        let mut writers: HashMap<usize, WriterCounts> = HashMap::new();
         for (i, &c) in mem_cpus.iter().enumerate() {
             let t = self.rqs[c].curr.unwrap_or_default();
             if self.tasks[t].work == PhaseWork::MemOps {
-                op_changed[i] = self.ensure_op(t);
+                let pid = self.tasks[t].pid;
+                let w = if self.op_contended(t) {
+                    Some(
+                        &*writers
+                            .entry(pid)
+                            .or_insert_with(|| self.writer_counts(pid)),
+                    )
+                } else {
+                    None
+                };
+                op_changed[i] = self.ensure_op(t, Some(sharers[self.topo.cpus[c].llc]), w);
             }
         }
         let q = {
@@ -194,7 +287,8 @@ impl Kernel {
         for (i, &c) in mem_cpus.iter().enumerate() {
             if q_changed || op_changed[i] {
                 let t = self.rqs[c].curr.unwrap_or_default();
-                self.start_chunk(c, t);
+                self.set_rate_with(t, false);
+                self.post_boundary(c, t);
             }
         }
         self.contention_dirty = false;

@@ -5,6 +5,12 @@
 //! Every row simulates about the same span of client time: each thread runs `tx_per_thread`
 //! transactions while there are no more threads than CPUs, and `tx_per_thread * CPUs / threads`
 //! beyond (the machine is then saturated and each thread gets its share of it).
+//!
+//! The table also says how much NUMA balancing could do in each `on` run: the length of the
+//! client phase, the scan passes over the process (each unmaps up to `scan_size_mb`), the
+//! hinting faults and how many were local, and the pages migrated. A client phase much
+//! shorter than the scanner's sweep of the buffer cache leaves balancing little to act on,
+//! which is why the experiment file runs the reference size.
 
 use super::{StudyError, machine, run};
 use crate::sim::RunResult;
@@ -19,7 +25,13 @@ pub struct Row {
     pub tps_on: f64,
     /// (on - off) / off, percent.
     pub diff_pct: f64,
+    /// Seconds from the first client's start to the last client's end, `on` run.
+    pub client_s_on: f64,
+    /// Scan passes over the process, `on` run (from its start, buffer initialisation included).
+    pub scan_passes_on: u64,
     pub hint_faults_on: u64,
+    /// Of those, faults on memory of the faulting CPU's node.
+    pub hint_faults_local_on: u64,
     pub pages_migrated_on: u64,
 }
 
@@ -42,12 +54,17 @@ fn tx_for(per_thread: u32, threads: u32, cpus: u32) -> u32 {
     }
 }
 
-/// Transactions per second: all transactions over first client start to last client end.
-fn tps(r: &RunResult, tx: u64) -> f64 {
+/// Seconds from the first client's start to the last client's end.
+fn client_s(r: &RunResult) -> f64 {
     let jobs = r.tasks.iter().filter(|t| t.job);
     let start = jobs.clone().map(|t| t.created).min().unwrap_or(0);
     let end = jobs.map(|t| t.exited).max().unwrap_or(0);
-    tx as f64 / ((end - start).max(1) as f64 / 1e9)
+    (end - start).max(1) as f64 / 1e9
+}
+
+/// Transactions per second: all transactions over the client phase.
+fn tps(r: &RunResult, tx: u64) -> f64 {
+    tx as f64 / client_s(r)
 }
 
 pub fn study(
@@ -89,7 +106,10 @@ pub fn study(
                 tps_off: off,
                 tps_on: on,
                 diff_pct: (on / off - 1.0) * 100.0,
+                client_s_on: client_s(&pair[1]),
+                scan_passes_on: pair[1].counters.numa.numa_scan_passes,
                 hint_faults_on: pair[1].counters.numa.numa_hint_faults,
+                hint_faults_local_on: pair[1].counters.numa.numa_hint_faults_local,
                 pages_migrated_on: pair[1].counters.numa.numa_pages_migrated,
             }
         })
@@ -105,16 +125,38 @@ impl Oltp {
     pub fn to_markdown(&self) -> String {
         let mut s = format!(
             "### oltp on {} ({} transactions per client thread, scaled by CPUs / threads above the CPU count)\n\n\
-             | threads | tx/s balancing off | tx/s balancing on | difference | hint faults (on) | pages migrated (on) |\n\
-             |---:|---:|---:|---:|---:|---:|\n",
+             | threads | tx/s balancing off | tx/s balancing on | difference | client phase (on) | scan passes (on) | hint faults (on) | local | pages migrated (on) |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             self.machine, self.tx_per_thread
         );
         for r in &self.rows {
+            let local = if r.hint_faults_on == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "{:.0}%",
+                    r.hint_faults_local_on as f64 * 100.0 / r.hint_faults_on as f64
+                )
+            };
             s += &format!(
-                "| {} | {:.0} | {:.0} | {:+.2}% | {} | {} |\n",
-                r.threads, r.tps_off, r.tps_on, r.diff_pct, r.hint_faults_on, r.pages_migrated_on
+                "| {} | {:.0} | {:.0} | {:+.2}% | {:.2} s | {} | {} | {} | {} |\n",
+                r.threads,
+                r.tps_off,
+                r.tps_on,
+                r.diff_pct,
+                r.client_s_on,
+                r.scan_passes_on,
+                r.hint_faults_on,
+                local,
+                r.pages_migrated_on
             );
         }
+        s += "\nScan passes and hinting faults count from the server's start, its buffer \
+              initialisation included; each pass unmaps at most `scan_size_mb` of the process. \
+              Whether a faulting page group moves is decided by the two-stage filter \
+              (`should_numa_migrate_memory`): a group shared between threads moves only when its \
+              previous fault came from the same node, or when the process's numa group runs \
+              mostly on the faulting node.\n";
         s
     }
 }

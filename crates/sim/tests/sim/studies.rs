@@ -47,8 +47,14 @@ fn oltp_study() {
     for row in &r.rows {
         assert!(row.tps_off > 0.0 && row.tps_on > 0.0, "{row:?}");
         assert!(row.diff_pct.is_finite());
+        assert!(row.client_s_on > 0.0, "{row:?}");
+        assert!(row.hint_faults_local_on <= row.hint_faults_on, "{row:?}");
     }
-    assert!(r.to_markdown().contains("| 16 |"));
+    let md = r.to_markdown();
+    assert!(
+        md.contains("| 16 |") && md.contains("scan passes (on)"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -92,6 +92,19 @@ pub struct Applied {
     pub nodes: CpuSet,
     /// When, seconds since the epoch.
     pub unix_s: u64,
+    /// While a change of home is under way, the mask homenode had set before it. The new mask
+    /// is stored before the threads are set, so a crash in between leaves threads at this one;
+    /// they are still homenode's to restore. Cleared once the new mask is read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<CpuSet>,
+}
+
+impl Applied {
+    /// Whether a thread at `mask` carries a mask homenode set (the current one, or the one
+    /// before a change that a crash interrupted).
+    pub fn is_ours(&self, mask: &CpuSet) -> bool {
+        &self.cpus == mask || self.previous.as_ref() == Some(mask)
+    }
 }
 
 /// One managed process.
@@ -212,12 +225,27 @@ impl Journal {
 
     /// Records what homenode applied to a journaled process. False when it is not journaled.
     pub fn set_applied(&mut self, key: ProcessKey, cpus: CpuSet, nodes: CpuSet) -> bool {
+        self.set_applied_after(key, cpus, nodes, None)
+    }
+
+    /// Records the mask homenode is about to set in place of `previous` (the one it set
+    /// before, if any and different), so that a restore after a crash in between still
+    /// recognises threads at either. False when the process is not journaled.
+    pub fn set_applied_after(
+        &mut self,
+        key: ProcessKey,
+        cpus: CpuSet,
+        nodes: CpuSet,
+        previous: Option<CpuSet>,
+    ) -> bool {
         match self.entries.get_mut(&key) {
             Some(e) => {
+                let previous = previous.filter(|p| *p != cpus);
                 e.applied = Some(Applied {
                     cpus,
                     nodes,
                     unix_s: unix_now(),
+                    previous,
                 });
                 true
             }
@@ -537,7 +565,7 @@ fn restore_one(
         };
         if &current == target {
             unchanged += 1;
-        } else if e.applied.as_ref().is_some_and(|a| a.cpus == current) {
+        } else if e.applied.as_ref().is_some_and(|a| a.is_ours(&current)) {
             match ops.set(tid, target)? {
                 Live::Alive(()) => restored += 1,
                 Live::Gone => gone += 1,

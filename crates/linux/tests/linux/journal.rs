@@ -332,3 +332,72 @@ fn forget_gone_and_capture_with_fake_calls() {
             .is_gone()
     );
 }
+
+#[test]
+fn restore_after_a_crash_during_a_change_of_home_takes_back_the_old_mask_too() {
+    // The daemon stored the new home (8-11) and crashed before setting it: the threads still
+    // carry its previous home (0-3), which is homenode's and must be restored.
+    let root = fixture("multinode-4n");
+    let mut j = Journal::new();
+    j.record(entry(
+        1000,
+        5000,
+        vec![thread(1000, 5000, "0-15"), thread(1001, 5010, "0-15")],
+    ));
+    j.set_applied(key(1000, 5000), set("0-3"), set("0"));
+    j.set_applied_after(key(1000, 5000), set("8-11"), set("2"), Some(set("0-3")));
+    let applied = j.get(key(1000, 5000)).and_then(|e| e.applied.clone());
+    assert_eq!(applied.and_then(|a| a.previous), Some(set("0-3")));
+    let mut ops = FakeAffinity::default();
+    ops.masks.insert(1000, set("0-3")); // the old home: ours
+    ops.masks.insert(1001, set("12")); // someone else's: left
+    ops.masks.insert(1002, set("0-15")); // born after the recording, at the default
+    ops.masks.insert(1003, set("0-15"));
+    let report = restore_with(&j, &root, &mut ops);
+    assert_eq!(ops.sets, vec![(1000, set("0-15"))]);
+    assert_eq!(
+        report.outcomes[0].2,
+        RestoreOutcome::Restored {
+            threads_restored: 1,
+            threads_unchanged: 2,
+            changed_by_others: 1,
+            threads_gone: 0
+        }
+    );
+
+    // Once the change is confirmed the old mask is no longer ours.
+    j.set_applied(key(1000, 5000), set("8-11"), set("2"));
+    let mut ops = FakeAffinity::default();
+    for tid in [1001, 1002, 1003] {
+        ops.masks.insert(tid, set("0-15"));
+    }
+    ops.masks.insert(1000, set("0-3"));
+    restore_with(&j, &root, &mut ops);
+    assert!(ops.sets.is_empty(), "{:?}", ops.sets);
+}
+
+#[test]
+fn previous_mask_is_stored_only_while_a_change_is_under_way() {
+    let mut j = Journal::new();
+    j.record(entry(7, 70, vec![thread(7, 70, "0-15")]));
+    j.set_applied(key(7, 70), set("0-3"), set("0"));
+    let plain = j.to_json();
+    assert!(!plain.contains("previous"), "{plain}");
+    // The same mask again is no change: nothing to remember.
+    j.set_applied_after(key(7, 70), set("0-3"), set("0"), Some(set("0-3")));
+    assert!(!j.to_json().contains("previous"));
+    j.set_applied_after(key(7, 70), set("4-7"), set("1"), Some(set("0-3")));
+    let text = j.to_json();
+    assert!(text.contains("previous"), "{text}");
+    let back = Journal::from_json(&text, std::path::Path::new("j.json")).expect("parses");
+    assert_eq!(back, j);
+    // A journal written before the field existed still parses.
+    assert_eq!(
+        Journal::from_json(&plain, std::path::Path::new("j.json"))
+            .expect("parses")
+            .get(key(7, 70))
+            .and_then(|e| e.applied.as_ref())
+            .and_then(|a| a.previous.clone()),
+        None
+    );
+}

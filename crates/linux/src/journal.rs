@@ -9,7 +9,9 @@
 //! # Protocol
 //!
 //! 1. Before changing a process: [`capture`] its threads' affinities, [`Journal::record`]
-//!    them, [`Journal::set_applied`] the mask about to be set, and [`Journal::store`].
+//!    them, [`Journal::set_applied`] the mask about to be set (for a change of home,
+//!    [`Journal::set_applied_after`], which keeps the old mask as `previous`), and
+//!    [`Journal::store`].
 //! 2. Change the affinity; record the mask read back (the kernel narrows it to the cpuset) with
 //!    `set_applied` again. New threads found at later intervals are added with
 //!    [`Journal::record_thread`] before they are changed.
@@ -21,7 +23,8 @@
 //!   ([`RestoreOutcome::PidReused`]); an exited one is [`RestoreOutcome::Gone`].
 //! - Every thread now in `task/` goes back to its recorded original (TID *and* thread start
 //!   time must match), or to the main thread's original if it was born after the recording.
-//! - Only a thread whose current mask is still the one homenode applied is changed: if
+//! - Only a thread whose current mask is still the one homenode applied (or its `previous`
+//!   mask, left by a crash during a change of home) is changed: if
 //!   someone else set another mask since, theirs stays (counted as `changed_by_others`); a
 //!   thread already at its original is left as is.
 //!

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
@@ -162,10 +162,13 @@ pub fn run(a: RunArgs) -> Result<()> {
     let hup = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
         .context("installing the SIGHUP handler")?;
-    let summary = daemon::run(cfg, &stop, a.intervals)?;
-    if hup.load(Ordering::Relaxed) {
-        tracing::warn!("SIGHUP was ignored: the configuration is read at start only");
-    }
+    // SIGHUP: read the file and the command line again, as at start.
+    let read = || config(&a).map_err(|e| format!("{e:#}"));
+    let reload = daemon::Reload {
+        requested: &hup,
+        read: &read,
+    };
+    let summary = daemon::run_reloading(cfg, &stop, a.intervals, Some(reload))?;
     let r = &summary.restore;
     tracing::info!(
         "stopped after {} intervals; restored {} threads of {} processes",

@@ -254,6 +254,64 @@ fn dry_run_explains_and_changes_nothing() {
 }
 
 #[test]
+fn sighup_reloads_the_file_and_keeps_the_running_configuration_when_it_is_bad() {
+    if !can_run() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("hup");
+    let procs = Procs(vec![busy(None)]);
+    let sock = dir.join("s/homenode.sock").to_string_lossy().into_owned();
+    let mut d = daemon(&dir, &[procs.0[0].id()], &["--dry-run"]);
+    let policy = || {
+        let json = std::process::Command::new(env!("CARGO_BIN_EXE_homenode"))
+            .args(["status", "--json", "--socket", &sock])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        serde_json::from_str::<serde_json::Value>(&json)
+            .ok()
+            .and_then(|v| v["policy"].as_str().map(str::to_string))
+    };
+    wait_for("the status socket", 10, || {
+        policy().as_deref() == Some("homenode")
+    });
+    let hup = |c: &Child| {
+        let st = Command::new("kill")
+            .args(["-HUP", &c.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+    };
+    std::fs::write(dir.join("empty.toml"), "policy = \"numad\"\n").expect("write");
+    hup(&d);
+    wait_for("the new policy in the status", 10, || {
+        policy().as_deref() == Some("numad")
+    });
+    // A broken file: refused, the daemon goes on with what it had.
+    std::fs::write(dir.join("empty.toml"), "policy = 3\n").expect("write");
+    hup(&d);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(policy().as_deref(), Some("numad"));
+    sigterm(&d);
+    let (st, err) = d.wait_with_output_ref();
+    assert!(st.success(), "{err}");
+    assert!(
+        err.contains("reloaded: policy: \"homenode\" -> \"numad\""),
+        "{err}"
+    );
+    let refused = err
+        .lines()
+        .find(|l| l.contains("reload refused"))
+        .unwrap_or_else(|| panic!("no refusal logged: {err}"));
+    assert!(
+        refused.contains("empty.toml:1"),
+        "names the file and line: {refused}"
+    );
+    drop(procs);
+}
+
+#[test]
 fn bad_configuration_is_one_line() {
     let dir = scratch("config");
     let cfg = dir.join("bad.toml");

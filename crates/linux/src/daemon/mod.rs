@@ -31,6 +31,7 @@ pub mod apply;
 pub mod config;
 pub mod host;
 pub mod metrics;
+pub mod reload;
 pub mod sampler;
 pub mod snapshot;
 pub mod status;
@@ -56,6 +57,7 @@ use crate::{Live, affinity};
 pub use apply::{Actuator, Outcome};
 pub use config::{ConfigError, DaemonConfig, OnStart};
 pub use host::{Host, HostError};
+pub use reload::ReloadReport;
 pub use status::{SharedStatus, StatusReport};
 
 /// Why the daemon stopped or could not start, on one line.
@@ -665,6 +667,14 @@ pub struct RunSummary {
     pub restore: RestoreReport,
 }
 
+/// A way to take a new configuration while running: `requested` is set (by a SIGHUP
+/// handler), and `read` reads the configuration again (the file and the command line), or
+/// says in one line why it cannot.
+pub struct Reload<'a> {
+    pub requested: &'a AtomicBool,
+    pub read: &'a dyn Fn() -> Result<DaemonConfig, String>,
+}
+
 /// The whole daemon: start, serve the status socket (and metrics), run intervals until `stop`
 /// is set (or `max_intervals` have run), then restore. An interval that fails is logged and
 /// the loop goes on; ten failures in a row stop the daemon (after restoring).
@@ -672,6 +682,16 @@ pub fn run(
     cfg: DaemonConfig,
     stop: &AtomicBool,
     max_intervals: Option<u64>,
+) -> Result<RunSummary, DaemonError> {
+    run_reloading(cfg, stop, max_intervals, None)
+}
+
+/// [`run`], taking a new configuration between intervals whenever `reload` asks.
+pub fn run_reloading(
+    cfg: DaemonConfig,
+    stop: &AtomicBool,
+    max_intervals: Option<u64>,
+    reload: Option<Reload<'_>>,
 ) -> Result<RunSummary, DaemonError> {
     let mut d = Daemon::start(cfg)?;
     let _status = status::StatusServer::start(&d.cfg.socket, d.status())?;
@@ -695,7 +715,6 @@ pub fn run(
             ""
         },
     );
-    let period = Duration::from_secs_f64(d.cfg.interval_s);
     let mut summary = RunSummary::default();
     let mut failures = 0;
     let mut next = Instant::now();
@@ -703,6 +722,7 @@ pub fn run(
         if max_intervals.is_some_and(|m| summary.intervals >= m) {
             break;
         }
+        let period = Duration::from_secs_f64(d.cfg.interval_s);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.interval()));
         match r {
             Ok(Ok(rep)) => {
@@ -724,6 +744,14 @@ pub fn run(
         }
         next += period;
         while !stop.load(Ordering::Relaxed) {
+            if let Some(r) = &reload {
+                if r.requested.swap(false, Ordering::Relaxed) {
+                    take_new_config(&mut d, r);
+                    // A shorter interval takes effect now, not after the old one's wait.
+                    let new_period = Duration::from_secs_f64(d.cfg.interval_s);
+                    next = next.min(Instant::now() + new_period);
+                }
+            }
             let now = Instant::now();
             if now >= next {
                 // Behind schedule (a slow interval, a suspended host): do not catch up.
@@ -737,4 +765,30 @@ pub fn run(
     }
     summary.restore = d.shutdown()?;
     Ok(summary)
+}
+
+/// Reads the configuration again and takes it, logging what changed; on any error the
+/// running configuration stays.
+fn take_new_config(d: &mut Daemon, r: &Reload<'_>) {
+    let new = match (r.read)() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("reload refused, the running configuration stays: {e}");
+            return;
+        }
+    };
+    match d.reload(new) {
+        Ok(rep) => {
+            if rep.applied.is_empty() && rep.need_restart.is_empty() {
+                tracing::info!("reloaded: no change");
+            }
+            for a in &rep.applied {
+                tracing::info!("reloaded: {a}");
+            }
+            for n in &rep.need_restart {
+                tracing::warn!("reload: {n}; this key needs a restart, the running value stays");
+            }
+        }
+        Err(e) => tracing::error!("reload refused, the running configuration stays: {e}"),
+    }
 }

@@ -150,3 +150,63 @@ fn one_node_host_under_fake_numa() {
             .contains("pinned")
     );
 }
+
+#[test]
+fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
+    let root = fixture("multinode-4n");
+    let mut d = Daemon::start(config(&root)).expect("start");
+    d.interval().expect("interval 1");
+    d.interval().expect("interval 2");
+    let socket = d.config().socket.clone();
+
+    // A bad policy name: refused, nothing changes.
+    let mut bad = d.config().clone();
+    bad.policy = "bogus".into();
+    bad.interval_s = 1.0;
+    let e = d
+        .reload(bad)
+        .expect_err("unknown policy refused")
+        .to_string();
+    assert!(e.contains("policy") && e.contains("bogus"), "{e}");
+    assert_eq!(d.config().interval_s, 2.0);
+    assert_eq!(d.config().policy, "homenode");
+
+    // Live keys apply; the socket needs a restart and keeps its running value.
+    let mut new = d.config().clone();
+    new.interval_s = 1.0;
+    new.policy = "numad".into();
+    new.placement.homenode.min_rss_mib = 32;
+    new.socket = "/elsewhere/homenode.sock".into();
+    let r = d.reload(new).expect("reload");
+    assert_eq!(
+        r.applied,
+        [
+            "interval_s: 2.0 -> 1.0",
+            "placement.homenode.min_rss_mib: 0 -> 32",
+            "policy: \"homenode\" -> \"numad\""
+        ]
+    );
+    assert_eq!(r.need_restart.len(), 1, "{r:?}");
+    assert!(r.need_restart[0].starts_with("socket: "), "{r:?}");
+    assert_eq!(d.config().socket, socket);
+    assert_eq!(d.config().interval_s, 1.0);
+    let status = d.status();
+    let s = status.lock().expect("status").clone();
+    assert_eq!((s.policy.as_str(), s.interval_s), ("numad", 1.0));
+
+    // Rules that leave every process out apply from the next interval (a homed process
+    // would be released, as when excluded any other way).
+    let in_table = |pid: u32| {
+        let s = status.lock().expect("status");
+        s.processes.iter().any(|p| p.pid == pid)
+    };
+    assert!(in_table(1000), "the database is a candidate before");
+    let mut none = d.config().clone();
+    none.rules.include = Some(linux::exclude::Matcher {
+        comms: ["no-such-comm".to_string()].into(),
+        ..Default::default()
+    });
+    d.reload(none).expect("reload rules");
+    d.interval().expect("interval 3");
+    assert!(!in_table(1000), "the database is left out after the reload");
+}

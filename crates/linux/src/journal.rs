@@ -10,7 +10,7 @@
 //!
 //! 1. Before changing a process: [`capture`] its threads' affinities, [`Journal::record`]
 //!    them, [`Journal::set_applied`] the mask about to be set (for a change of home,
-//!    [`Journal::set_applied_after`], which keeps the old mask as `previous`), and
+//!    [`Journal::set_applied_changing`], which keeps the old masks as `previous`), and
 //!    [`Journal::store`].
 //! 2. Change the affinity; record the mask read back (the kernel narrows it to the cpuset) with
 //!    `set_applied` again. New threads found at later intervals are added with
@@ -23,8 +23,8 @@
 //!   ([`RestoreOutcome::PidReused`]); an exited one is [`RestoreOutcome::Gone`].
 //! - Every thread now in `task/` goes back to its recorded original (TID *and* thread start
 //!   time must match), or to the main thread's original if it was born after the recording.
-//! - Only a thread whose current mask is still the one homenode applied (or its `previous`
-//!   mask, left by a crash during a change of home) is changed: if
+//! - Only a thread whose current mask is still the one homenode applied (or one of its
+//!   `previous` masks, left by a crash during a change of home) is changed: if
 //!   someone else set another mask since, theirs stays (counted as `changed_by_others`); a
 //!   thread already at its original is left as is.
 //!
@@ -95,18 +95,19 @@ pub struct Applied {
     pub nodes: CpuSet,
     /// When, seconds since the epoch.
     pub unix_s: u64,
-    /// While a change of home is under way, the mask homenode had set before it. The new mask
-    /// is stored before the threads are set, so a crash in between leaves threads at this one;
-    /// they are still homenode's to restore. Cleared once the new mask is read back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous: Option<CpuSet>,
+    /// While a change of home is under way, the masks homenode had set before it (one, or
+    /// more when an earlier change failed part-way and was never confirmed). The new mask is
+    /// stored before the threads are set, so a crash in between leaves threads at these; they
+    /// are still homenode's to restore. Cleared once the new mask is read back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous: Vec<CpuSet>,
 }
 
 impl Applied {
-    /// Whether a thread at `mask` carries a mask homenode set (the current one, or the one
-    /// before a change that a crash interrupted).
+    /// Whether a thread at `mask` carries a mask homenode set (the current one, or one from
+    /// before a change that did not complete).
     pub fn is_ours(&self, mask: &CpuSet) -> bool {
-        &self.cpus == mask || self.previous.as_ref() == Some(mask)
+        &self.cpus == mask || self.previous.contains(mask)
     }
 }
 
@@ -228,22 +229,36 @@ impl Journal {
 
     /// Records what homenode applied to a journaled process. False when it is not journaled.
     pub fn set_applied(&mut self, key: ProcessKey, cpus: CpuSet, nodes: CpuSet) -> bool {
-        self.set_applied_after(key, cpus, nodes, None)
+        self.set_applied_after(key, cpus, nodes, Vec::new())
     }
 
-    /// Records the mask homenode is about to set in place of `previous` (the one it set
-    /// before, if any and different), so that a restore after a crash in between still
-    /// recognises threads at either. False when the process is not journaled.
-    pub fn set_applied_after(
+    /// Records the mask homenode is about to set on a process it already changed. The masks
+    /// it set before (the applied one and any earlier unconfirmed ones) are kept as
+    /// `previous`, so that a restore after a crash in between still recognises threads at
+    /// any of them. False when the process is not journaled.
+    pub fn set_applied_changing(&mut self, key: ProcessKey, cpus: CpuSet, nodes: CpuSet) -> bool {
+        let previous = match self.entries.get(&key).and_then(|e| e.applied.as_ref()) {
+            Some(a) => std::iter::once(&a.cpus)
+                .chain(&a.previous)
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        self.set_applied_after(key, cpus, nodes, previous)
+    }
+
+    fn set_applied_after(
         &mut self,
         key: ProcessKey,
         cpus: CpuSet,
         nodes: CpuSet,
-        previous: Option<CpuSet>,
+        mut previous: Vec<CpuSet>,
     ) -> bool {
         match self.entries.get_mut(&key) {
             Some(e) => {
-                let previous = previous.filter(|p| *p != cpus);
+                previous.retain(|p| *p != cpus);
+                previous.sort();
+                previous.dedup();
                 e.applied = Some(Applied {
                     cpus,
                     nodes,

@@ -131,13 +131,9 @@ impl Actuator {
             ));
         }
         let node_set: CpuSet = nodes.iter().copied().collect();
-        // A change of home: until the new mask is read back, the old one is still ours.
-        let previous = journal
-            .get(key)
-            .and_then(|e| e.applied.as_ref())
-            .map(|a| a.cpus.clone());
         journal.record(inherit_originals(journal.get(key), entry));
-        journal.set_applied_after(key, kcpus.clone(), node_set.clone(), previous);
+        // A change of home keeps the old mask as ours until the new one is read back.
+        journal.set_applied_changing(key, kcpus.clone(), node_set.clone());
         journal.store(&self.journal_path)?;
         let Live::Alive(set) = affinity::set_process_affinity(&self.root, key.pid, kcpus)? else {
             return Ok((Outcome::Skipped("the process exited".into()), None));
@@ -383,7 +379,7 @@ mod tests {
                 cpus: set("0-3"),
                 nodes: set("0"),
                 unix_s: 0,
-                previous: None,
+                previous: Vec::new(),
             }),
         };
         // Captured again at a home change: the main thread and a new thread both have

@@ -345,9 +345,9 @@ fn restore_after_a_crash_during_a_change_of_home_takes_back_the_old_mask_too() {
         vec![thread(1000, 5000, "0-15"), thread(1001, 5010, "0-15")],
     ));
     j.set_applied(key(1000, 5000), set("0-3"), set("0"));
-    j.set_applied_after(key(1000, 5000), set("8-11"), set("2"), Some(set("0-3")));
+    j.set_applied_changing(key(1000, 5000), set("8-11"), set("2"));
     let applied = j.get(key(1000, 5000)).and_then(|e| e.applied.clone());
-    assert_eq!(applied.and_then(|a| a.previous), Some(set("0-3")));
+    assert_eq!(applied.map(|a| a.previous), Some(vec![set("0-3")]));
     let mut ops = FakeAffinity::default();
     ops.masks.insert(1000, set("0-3")); // the old home: ours
     ops.masks.insert(1001, set("12")); // someone else's: left
@@ -377,27 +377,36 @@ fn restore_after_a_crash_during_a_change_of_home_takes_back_the_old_mask_too() {
 }
 
 #[test]
-fn previous_mask_is_stored_only_while_a_change_is_under_way() {
+fn previous_masks_are_stored_only_while_a_change_is_under_way() {
     let mut j = Journal::new();
     j.record(entry(7, 70, vec![thread(7, 70, "0-15")]));
-    j.set_applied(key(7, 70), set("0-3"), set("0"));
+    // A first home has nothing before it.
+    j.set_applied_changing(key(7, 70), set("0-3"), set("0"));
     let plain = j.to_json();
     assert!(!plain.contains("previous"), "{plain}");
     // The same mask again is no change: nothing to remember.
-    j.set_applied_after(key(7, 70), set("0-3"), set("0"), Some(set("0-3")));
+    j.set_applied_changing(key(7, 70), set("0-3"), set("0"));
     assert!(!j.to_json().contains("previous"));
-    j.set_applied_after(key(7, 70), set("4-7"), set("1"), Some(set("0-3")));
+    let previous = |j: &Journal| {
+        j.get(key(7, 70))
+            .and_then(|e| e.applied.as_ref())
+            .map(|a| a.previous.clone())
+            .unwrap_or_default()
+    };
+    j.set_applied_changing(key(7, 70), set("4-7"), set("1"));
+    assert_eq!(previous(&j), [set("0-3")]);
+    // A second change before the first was confirmed (it failed part-way): both older
+    // masks stay ours.
+    j.set_applied_changing(key(7, 70), set("8-11"), set("2"));
+    assert_eq!(previous(&j), [set("0-3"), set("4-7")]);
     let text = j.to_json();
     assert!(text.contains("previous"), "{text}");
     let back = Journal::from_json(&text, std::path::Path::new("j.json")).expect("parses");
     assert_eq!(back, j);
+    // Confirmed: only the new mask is ours.
+    j.set_applied(key(7, 70), set("8-11"), set("2"));
+    assert!(previous(&j).is_empty());
     // A journal written before the field existed still parses.
-    assert_eq!(
-        Journal::from_json(&plain, std::path::Path::new("j.json"))
-            .expect("parses")
-            .get(key(7, 70))
-            .and_then(|e| e.applied.as_ref())
-            .and_then(|a| a.previous.clone()),
-        None
-    );
+    let old = Journal::from_json(&plain, std::path::Path::new("j.json")).expect("parses");
+    assert!(previous(&old).is_empty());
 }

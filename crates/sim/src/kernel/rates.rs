@@ -175,6 +175,40 @@ impl Kernel {
         w
     }
 
+    /// [`Kernel::writer_counts`] of every process with a running contended task, counted
+    /// over the running tasks only (`mem_cpus`: the CPUs running memory-bound work), which are
+    /// the only writers there can be.
+    fn running_writer_counts(&self, mem_cpus: &[CpuId]) -> HashMap<usize, WriterCounts> {
+        let running = || {
+            mem_cpus
+                .iter()
+                .filter_map(|&c| self.rqs[c].curr)
+                .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
+        };
+        let mut out: HashMap<usize, WriterCounts> = HashMap::new();
+        for t in running().filter(|&t| self.op_contended(t)) {
+            let pid = self.tasks[t].pid;
+            out.entry(pid).or_insert_with(|| {
+                vec![vec![0u32; self.topo.nr_nodes()]; self.procs[pid].regions.len()]
+            });
+        }
+        if out.is_empty() {
+            return out;
+        }
+        for t in running() {
+            let Some(w) = out.get_mut(&self.tasks[t].pid) else {
+                continue;
+            };
+            let node = self.node_of(self.tasks[t].cpu);
+            for (r, per_node) in w.iter_mut().enumerate() {
+                if self.writes_region(t, r) {
+                    per_node[node] += 1;
+                }
+            }
+        }
+        out
+    }
+
     /// Cache-line transfer cost per access of `op` for task `t`: mean over the other running
     /// threads of its process that write the same region (`writers`, which may count `t`).
     fn xfer_costs(
@@ -241,20 +275,11 @@ impl Kernel {
                 sharers[self.topo.cpus[c].llc] += 1;
             }
         }
-        let mut writers: HashMap<usize, WriterCounts> = HashMap::new();
+        let writers = self.running_writer_counts(&mem_cpus);
         for (i, &c) in mem_cpus.iter().enumerate() {
             let t = self.rqs[c].curr.unwrap_or_default();
             if self.tasks[t].work == PhaseWork::MemOps {
-                let pid = self.tasks[t].pid;
-                let w = if self.op_contended(t) {
-                    Some(
-                        &*writers
-                            .entry(pid)
-                            .or_insert_with(|| self.writer_counts(pid)),
-                    )
-                } else {
-                    None
-                };
+                let w = writers.get(&self.tasks[t].pid);
                 op_changed[i] = self.ensure_op(t, Some(sharers[self.topo.cpus[c].llc]), w);
             }
         }

@@ -41,13 +41,7 @@ fn workload(bytes: u64) -> Workload {
             job: true,
             affinity: Some(vec![0]),
         }],
-        launches: vec![Launch {
-            program: 0,
-            count: 1,
-            threads: 1,
-            at: 0,
-            cpu: Some(0),
-        }],
+        launches: vec![Launch::once(0)],
         channels: 0,
         disturbance: None,
     }

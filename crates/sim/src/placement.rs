@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use policy::{Action, NodePolicy, NodeView, PlacementConfig, ProcessView, Snapshot, ThreadView};
 use topo::{CpuSet, NodeId};
 
-use crate::kernel::task::TaskState;
+use crate::kernel::task::{Process, TaskState};
 use crate::kernel::{Kernel, TaskId};
 use crate::time::{Ns, SEC};
 
@@ -194,12 +194,7 @@ impl Placement {
             if p.threads_alive == 0 {
                 continue;
             }
-            let live: Vec<TaskId> = p
-                .threads
-                .iter()
-                .copied()
-                .filter(|&t| k.tasks[t].exited.is_none())
-                .collect();
+            let live = live_threads(k, p);
             let Some(&main) = live.first() else { continue };
             let original = self
                 .original
@@ -287,12 +282,7 @@ impl Placement {
         if p.threads_alive == 0 || k.tasks[p.threads[0]].created != a.start_time() {
             return;
         }
-        let live: Vec<TaskId> = p
-            .threads
-            .iter()
-            .copied()
-            .filter(|&t| k.tasks[t].exited.is_none())
-            .collect();
+        let live = live_threads(k, p);
         match a {
             Action::SetHome { nodes, cpus, .. } => {
                 self.stats.set_home += 1;
@@ -330,6 +320,15 @@ impl Placement {
             }
         }
     }
+}
+
+/// The threads of process `p` that have not exited, in creation order.
+fn live_threads(k: &Kernel, p: &Process) -> Vec<TaskId> {
+    p.threads
+        .iter()
+        .copied()
+        .filter(|&t| k.tasks[t].exited.is_none())
+        .collect()
 }
 
 fn majority_node(k: &Kernel, tasks: &[TaskId]) -> Option<NodeId> {

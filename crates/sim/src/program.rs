@@ -217,6 +217,19 @@ pub struct Launch {
     pub cpu: Option<usize>,
 }
 
+impl Launch {
+    /// One process of `program`, one thread, started at time 0 on CPU 0.
+    pub fn once(program: usize) -> Launch {
+        Launch {
+            program,
+            count: 1,
+            threads: 1,
+            at: 0,
+            cpu: Some(0),
+        }
+    }
+}
+
 /// A complete workload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
@@ -230,6 +243,18 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// A workload whose first program is started once at time 0 on CPU 0 and starts the
+    /// others itself; no channels, no disturbance.
+    pub fn from_main(name: String, programs: Vec<Program>) -> Workload {
+        Workload {
+            name,
+            programs,
+            launches: vec![Launch::once(0)],
+            channels: 0,
+            disturbance: None,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         for p in &self.programs {
             p.validate(self.programs.len(), self.channels)?;

@@ -54,30 +54,23 @@ fn runs_one_and_writes_report_charts_and_json() {
     ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
-    let json = ok(&[
-        "experiments",
-        "--dir",
-        &d,
-        "run",
-        "tiny",
-        "--out",
-        &o,
-        "--json",
-    ]);
+    let run_json = || {
+        ok(&[
+            "experiments",
+            "--dir",
+            &d,
+            "run",
+            "tiny",
+            "--out",
+            &o,
+            "--json",
+        ])
+    };
+    let json = run_json();
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(v["spec"]["name"], "tiny");
     // Same seed, same bytes.
-    let again = ok(&[
-        "experiments",
-        "--dir",
-        &d,
-        "run",
-        "tiny",
-        "--out",
-        &o,
-        "--json",
-    ]);
-    assert_eq!(json, again);
+    assert_eq!(json, run_json());
 }
 
 #[test]

@@ -161,18 +161,25 @@ impl Kernel {
     /// For each region of process `pid`, how many of its threads on each node are running a
     /// memory phase that writes it: the CPUs a contended line of that region bounces between.
     pub(super) fn writer_counts(&self, pid: usize) -> WriterCounts {
-        let proc = &self.procs[pid];
-        let nodes = self.topo.nr_nodes();
-        let mut w = vec![vec![0u32; nodes]; proc.regions.len()];
-        for &o in &proc.threads {
-            let node = self.node_of(self.tasks[o].cpu);
-            for (r, per_node) in w.iter_mut().enumerate() {
-                if self.writes_region(o, r) {
-                    per_node[node] += 1;
-                }
-            }
+        let mut w = self.no_writers(pid);
+        for &o in &self.procs[pid].threads {
+            self.count_writer(&mut w, o);
         }
         w
+    }
+
+    fn no_writers(&self, pid: usize) -> WriterCounts {
+        vec![vec![0u32; self.topo.nr_nodes()]; self.procs[pid].regions.len()]
+    }
+
+    /// Counts task `o` on its node for each region it is running a memory phase writing.
+    fn count_writer(&self, w: &mut WriterCounts, o: TaskId) {
+        let node = self.node_of(self.tasks[o].cpu);
+        for (r, per_node) in w.iter_mut().enumerate() {
+            if self.writes_region(o, r) {
+                per_node[node] += 1;
+            }
+        }
     }
 
     /// [`Kernel::writer_counts`] of every process with a running contended task, counted
@@ -188,22 +195,14 @@ impl Kernel {
         let mut out: HashMap<usize, WriterCounts> = HashMap::new();
         for t in running().filter(|&t| self.op_contended(t)) {
             let pid = self.tasks[t].pid;
-            out.entry(pid).or_insert_with(|| {
-                vec![vec![0u32; self.topo.nr_nodes()]; self.procs[pid].regions.len()]
-            });
+            out.entry(pid).or_insert_with(|| self.no_writers(pid));
         }
         if out.is_empty() {
             return out;
         }
         for t in running() {
-            let Some(w) = out.get_mut(&self.tasks[t].pid) else {
-                continue;
-            };
-            let node = self.node_of(self.tasks[t].cpu);
-            for (r, per_node) in w.iter_mut().enumerate() {
-                if self.writes_region(t, r) {
-                    per_node[node] += 1;
-                }
+            if let Some(w) = out.get_mut(&self.tasks[t].pid) {
+                self.count_writer(w, t);
             }
         }
         out

@@ -123,13 +123,7 @@ pub fn numa01(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
         ];
         main.extend(zero_loop(0, p.numa01_bytes, p.loops, p));
         main.push(Phase::Wait);
-        launches.push(Launch {
-            program: programs.len(),
-            count: 1,
-            threads: 1,
-            at: 0,
-            cpu: Some(0),
-        });
+        launches.push(Launch::once(programs.len()));
         programs.push(Program {
             name: format!("numa01-{i}"),
             phases: main,
@@ -198,19 +192,7 @@ pub fn numa02(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
             affinity: affinity(i),
         });
     }
-    Workload {
-        name: format!("numa02{}", bind.suffix()),
-        programs,
-        launches: vec![Launch {
-            program: 0,
-            count: 1,
-            threads: 1,
-            at: 0,
-            cpu: Some(0),
-        }],
-        channels: 0,
-        disturbance: None,
-    }
+    Workload::from_main(format!("numa02{}", bind.suffix()), programs)
 }
 
 #[cfg(test)]

@@ -64,11 +64,9 @@ pub fn convergence(p: &ConvergenceParams) -> Workload {
         name: format!("convergence {}x{}", p.processes, p.threads),
         programs: vec![prog],
         launches: vec![Launch {
-            program: 0,
             count: p.processes,
             threads: p.threads,
-            at: 0,
-            cpu: Some(0),
+            ..Launch::once(0)
         }],
         channels: 0,
         disturbance: None,

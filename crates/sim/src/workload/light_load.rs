@@ -9,7 +9,7 @@
 //! the imbalance rule is about. Run time and the nodes the threads used are the results.
 
 use crate::memory::MemPolicy;
-use crate::program::{Access, Launch, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
+use crate::program::{Access, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct LightLoadParams {
@@ -83,22 +83,13 @@ pub fn light_load(p: &LightLoadParams) -> Workload {
         job: false,
         affinity: None,
     };
-    Workload {
-        name: format!(
+    Workload::from_main(
+        format!(
             "light-load {}r+{}w x {:e}",
             p.readers, p.writers, p.iterations
         ),
-        programs: vec![main, worker("reader", p, false), worker("writer", p, true)],
-        launches: vec![Launch {
-            program: 0,
-            count: 1,
-            threads: 1,
-            at: 0,
-            cpu: Some(0),
-        }],
-        channels: 0,
-        disturbance: None,
-    }
+        vec![main, worker("reader", p, false), worker("writer", p, true)],
+    )
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! client's end.
 
 use crate::memory::MemPolicy;
-use crate::program::{Access, Launch, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
+use crate::program::{Access, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
 use crate::time::{Ns, US};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -112,19 +112,7 @@ pub fn oltp(p: &OltpParams) -> Workload {
         job: false,
         affinity: None,
     };
-    Workload {
-        name: format!("oltp clients={}", p.clients),
-        programs: vec![server, client],
-        launches: vec![Launch {
-            program: 0,
-            count: 1,
-            threads: 1,
-            at: 0,
-            cpu: Some(0),
-        }],
-        channels: 0,
-        disturbance: None,
-    }
+    Workload::from_main(format!("oltp clients={}", p.clients), vec![server, client])
 }
 
 #[cfg(test)]

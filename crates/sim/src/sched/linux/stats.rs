@@ -4,8 +4,9 @@
 //! the instantaneous state (a CPU's utilisation is 1 when it runs something, 0 when idle; its
 //! runnable load is its number of runnable tasks).
 
+use super::topology::Level;
 use crate::kernel::Kernel;
-use topo::CpuSet;
+use topo::{CpuId, CpuSet};
 
 /// The kernel's group types, least busy first (the ones the model can produce).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,6 +30,14 @@ pub struct GroupStats {
 }
 
 impl GroupStats {
+    /// Statistics of each group of `cpu`'s domain at level `lv`, the local group first.
+    pub fn of_groups(k: &Kernel, lv: &Level, cpu: CpuId) -> Vec<Self> {
+        lv.groups[cpu]
+            .iter()
+            .map(|g| GroupStats::of(k, g, lv.imbalance_pct))
+            .collect()
+    }
+
     pub fn of(k: &Kernel, group: &CpuSet, imbalance_pct: u32) -> Self {
         let (mut nr, mut weight, mut idle) = (0, 0, 0);
         for c in group.iter() {

@@ -137,10 +137,7 @@ fn idlest_group(
     rule: NumaImbalance,
 ) -> Option<usize> {
     let groups = &lv.groups[cpu];
-    let stats: Vec<GroupStats> = groups
-        .iter()
-        .map(|g| GroupStats::of(k, g, lv.imbalance_pct))
-        .collect();
+    let stats = GroupStats::of_groups(k, lv, cpu);
     let local = stats[0];
     let mut best: Option<usize> = None;
     for (i, s) in stats.iter().enumerate().skip(1) {

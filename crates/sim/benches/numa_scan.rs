@@ -8,7 +8,7 @@
 //! (it grows with the number of 256 MB windows). The last column is the simulator's wall time.
 
 use sim::memory::MemPolicy;
-use sim::program::{Access, Launch, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
+use sim::program::{Launch, OpCost, Phase, Program, RegionSpec, Workload};
 use sim::time::SEC;
 use std::time::Instant;
 
@@ -21,16 +21,7 @@ fn workload(bytes: u64) -> Workload {
                 Phase::Touch { region: 0 },
                 Phase::Memory {
                     ops: 1e13,
-                    op: OpCost {
-                        cycles: 4.0,
-                        accesses: vec![Access {
-                            region: 0,
-                            pattern: Pattern::Random,
-                            bytes: 8.0,
-                            write: true,
-                            contended: 0.0,
-                        }],
-                    },
+                    op: OpCost::random_write(4.0),
                 },
             ],
             regions: vec![RegionSpec {

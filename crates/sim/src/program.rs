@@ -41,6 +41,23 @@ pub struct OpCost {
     pub accesses: Vec<Access>,
 }
 
+impl OpCost {
+    /// `cycles` of core work and one 8-byte write at a random place in region 0: a process
+    /// updating its own data (a heap, an array), nothing shared.
+    pub fn random_write(cycles: f64) -> OpCost {
+        OpCost {
+            cycles,
+            accesses: vec![Access {
+                region: 0,
+                pattern: Pattern::Random,
+                bytes: 8.0,
+                write: true,
+                contended: 0.0,
+            }],
+        }
+    }
+}
+
 /// One step of a program.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase {

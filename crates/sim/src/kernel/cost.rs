@@ -324,16 +324,7 @@ mod tests {
     }
 
     fn random_op() -> OpCost {
-        OpCost {
-            cycles: 4.0,
-            accesses: vec![Access {
-                region: 0,
-                pattern: Pattern::Random,
-                bytes: 8.0,
-                write: true,
-                contended: 0.0,
-            }],
-        }
+        OpCost::random_write(4.0)
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! ([`crate::studies::convergence`]) watches the run and stops once converged.
 
 use crate::memory::MemPolicy;
-use crate::program::{Access, Launch, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
+use crate::program::{Launch, OpCost, Phase, Program, RegionSpec, Workload};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvergenceParams {
@@ -40,16 +40,7 @@ pub fn convergence(p: &ConvergenceParams) -> Workload {
             Phase::Touch { region: 0 },
             Phase::Memory {
                 ops: p.ops,
-                op: OpCost {
-                    cycles: p.op_cycles,
-                    accesses: vec![Access {
-                        region: 0,
-                        pattern: Pattern::Random,
-                        bytes: 8.0,
-                        write: true,
-                        contended: 0.0,
-                    }],
-                },
+                op: OpCost::random_write(p.op_cycles),
             },
         ],
         regions: vec![RegionSpec {

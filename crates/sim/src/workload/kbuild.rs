@@ -13,7 +13,7 @@
 //! short and long compiles side by side.
 
 use crate::memory::MemPolicy;
-use crate::program::{Access, Launch, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
+use crate::program::{Launch, OpCost, Phase, Program, RegionSpec, Workload};
 use crate::time::{MS, Ns};
 
 /// Parameters of one kernel build.
@@ -134,16 +134,7 @@ fn cc(p: &KbuildParams, name: &str, cycles: f64) -> Program {
             Phase::Compute { cycles },
             Phase::Memory {
                 ops: p.heap_ops,
-                op: OpCost {
-                    cycles: 4.0,
-                    accesses: vec![Access {
-                        region: 0,
-                        pattern: Pattern::Random,
-                        bytes: 8.0,
-                        write: true,
-                        contended: 0.0,
-                    }],
-                },
+                op: OpCost::random_write(4.0),
             },
             Phase::Sleep {
                 ns: p.write_wait,

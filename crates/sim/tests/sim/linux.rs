@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use sim::memory::MemPolicy;
-use sim::program::{Access, Launch, OpCost, Pattern, Phase, Program, RegionSpec, Workload};
+use sim::program::{Launch, OpCost, Phase, Program, RegionSpec, Workload};
 use sim::sched::{self, SchedSpec};
 use sim::workload::light_load::{LightLoadParams, light_load};
 use std::sync::Arc;
@@ -13,16 +13,7 @@ const MIB: u64 = 1 << 20;
 fn mem_phase(ops: f64) -> Phase {
     Phase::Memory {
         ops,
-        op: OpCost {
-            cycles: 4.0,
-            accesses: vec![Access {
-                region: 0,
-                pattern: Pattern::Random,
-                bytes: 8.0,
-                write: true,
-                contended: 0.0,
-            }],
-        },
+        op: OpCost::random_write(4.0),
     }
 }
 

@@ -48,7 +48,7 @@ use policy::{Action, NodePolicy, Snapshot};
 use topo::{CpuSet, NodeId};
 
 use crate::error::{JournalError, ProcError};
-use crate::exclude::{Reason, Verdict};
+use crate::exclude::Verdict;
 use crate::journal::{self, Journal, RestoreReport};
 use crate::procfs::cpustat::{self, CpuTimes};
 use crate::sample::ProcessKey;
@@ -435,14 +435,9 @@ impl Daemon {
             }
             let why = format!("released: {reason}");
             tracing::warn!(target: "homenode::decision", "pid {} ({}): {why}", c.key.pid, c.view.comm);
-            if !matches!(
-                reason,
-                Reason::ExcludedPid
-                    | Reason::ExcludedComm(_)
-                    | Reason::ExcludedUser(_)
-                    | Reason::ExcludedCgroup(_)
-                    | Reason::NotIncluded
-            ) {
+            // Taken over (a safety rule): never again. Left out by configuration: released,
+            // and managed again if the configuration changes.
+            if reason.is_safety() {
                 self.never.insert(c.key, reason.to_string());
             }
             self.release(c.key);

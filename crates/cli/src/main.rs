@@ -10,6 +10,7 @@ macro_rules! outln {
 
 mod bench_cmd;
 mod experiments_cmd;
+mod logging;
 mod run_cmd;
 mod sim_cmd;
 
@@ -50,16 +51,9 @@ enum Cmd {
     Topo(run_cmd::TopoArgs),
 }
 
-/// Logs to stderr; `RUST_LOG` (e.g. `homenode=debug`) overrides the default `info`.
+/// Logs to stderr, one line per event (see [`logging`]).
 pub(crate) fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+    logging::init();
 }
 
 fn emit(s: &str) -> std::io::Result<()> {

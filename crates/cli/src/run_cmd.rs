@@ -85,11 +85,7 @@ fn config(a: &RunArgs) -> Result<DaemonConfig> {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(DEFAULT_CONFIG), false),
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => String::new(),
-        Err(e) => return Err(anyhow!("{}: cannot read: {e}", path.display())),
-    };
+    let text = DaemonConfig::read(&path, required)?;
     let mut sets: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| sets.push((k.to_string(), v));
     let quote = |s: &str| format!("{:?}", s);
@@ -262,14 +258,16 @@ pub fn status(a: StatusArgs) -> Result<()> {
             (None, Some(a)) => format!("{a} [{}]", p.last_outcome.clone().unwrap_or_default()),
             (None, None) => String::new(),
         };
+        // The name and reasons come from the processes themselves: no terminal escapes.
+        let esc = |s: &str| linux::text::escape_control(s).into_owned();
         t.add_row([
             p.pid.to_string(),
-            p.comm.clone(),
+            esc(&p.comm),
             format!("{:.2}", p.cpu_use),
             home,
             pct_list(&p.time_pct),
             pct_list(&p.memory_pct),
-            last,
+            esc(&last),
         ]);
     }
     outln!("{t}");

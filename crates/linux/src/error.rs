@@ -126,10 +126,6 @@ impl SysError {
 /// The undo journal could not be read, parsed or written.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
-    /// The file exists but could not be read.
-    #[error("{}: cannot read the journal: {error}", path.display())]
-    Read { path: PathBuf, error: io::Error },
-
     /// The file was read but is not a journal this version understands (truncated, edited,
     /// another format or version). Nothing was restored from it; the caller decides whether to
     /// start afresh (and lose the originals it held) or stop.
@@ -144,6 +140,11 @@ pub enum JournalError {
         step: &'static str,
         error: io::Error,
     },
+
+    /// The file (or its directory) is not one root may act on: a link, another user's file,
+    /// writable by group or others, or not a regular file.
+    #[error(transparent)]
+    Untrusted(#[from] crate::trust::TrustError),
 }
 
 /// Collapses line breaks so that every error stays on one line.

@@ -55,9 +55,8 @@
 //! what to do (nothing is restored from a file that cannot be trusted).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -347,9 +346,11 @@ impl Journal {
         Ok(j)
     }
 
-    /// Reads the journal at `path`; an absent file is an empty journal (nothing to undo).
+    /// Reads the journal at `path`; an absent file is an empty journal (nothing to undo). The
+    /// daemon acts on what the journal says, so a link, a file that another user owns or can
+    /// write, and a file over [`crate::trust::MAX_FILE_BYTES`] are refused ([`crate::trust`]).
     pub fn load(path: &Path) -> Result<Journal, JournalError> {
-        match fs::read(path) {
+        match crate::trust::read_state(path) {
             Ok(bytes) => {
                 let text = std::str::from_utf8(&bytes).map_err(|e| JournalError::Corrupt {
                     path: path.to_path_buf(),
@@ -357,11 +358,8 @@ impl Journal {
                 })?;
                 Journal::from_json(text, path)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Journal::new()),
-            Err(e) => Err(JournalError::Read {
-                path: path.to_path_buf(),
-                error: e,
-            }),
+            Err(e) if e.is_not_found() => Ok(Journal::new()),
+            Err(e) => Err(JournalError::Untrusted(e)),
         }
     }
 
@@ -384,20 +382,16 @@ fn write_atomic(path: &Path, data: &[u8]) -> Result<(), JournalError> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| err("name")(io::Error::from(io::ErrorKind::InvalidInput)))?;
-    let mut tmp_name = name.to_os_string();
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
+    if path.file_name().is_none() {
+        return Err(err("name")(io::Error::from(io::ErrorKind::InvalidInput)));
+    }
+    // An exclusive create under an unpredictable name: a link planted beside the journal
+    // cannot make root write through it.
+    let (tmp, mut f) = crate::trust::create_temp(path).map_err(|e| match e {
+        crate::trust::TrustError::Io { error, .. } => err("create temporary file")(error),
+        refused => JournalError::Untrusted(refused),
+    })?;
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(err("create temporary file"))?;
         f.write_all(data).map_err(err("write temporary file"))?;
         f.sync_all().map_err(err("fsync temporary file"))?;
         drop(f);

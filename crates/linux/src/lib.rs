@@ -1,5 +1,6 @@
-//! The building blocks of the live daemon (`homenode run`) on Linux: the mechanism, not the
-//! policy and not the loop.
+//! The live daemon (`homenode run`) on Linux: its building blocks (the mechanism) and the
+//! daemon loop that drives them. The placement policy itself is not here: it comes from the
+//! `policy` crate, the same code the simulator runs.
 //!
 //! | Module | What it does |
 //! | --- | --- |
@@ -12,6 +13,8 @@
 //! | [`mempolicy`] | NUMA memory policies: parsed from `numa_maps`, read for this process with `get_mempolicy` |
 //! | [`journal`] | the undo journal: original affinities keyed by (PID, start time), written atomically, restored |
 //! | [`exclude`] | which processes to leave alone, and why |
+//! | [`text`] | escaping control characters in text from processes and files before it is logged or printed |
+//! | [`trust`] | which configuration and state files root may act on, and opening files without following planted links |
 //! | [`daemon`] | the daemon loop (`homenode run`): sampling, snapshot, policy, actions, journal, status socket, metrics |
 //! | `sys` (private) | the raw syscalls no safe crate offers; the only module with `unsafe` |
 //!
@@ -48,6 +51,8 @@ pub mod rates;
 pub mod sample;
 mod sys;
 pub mod sysfs;
+pub mod text;
+pub mod trust;
 
 pub use error::{Error, JournalError, ProcError, SysError};
 pub use sample::{ProcessSample, ScanOptions, ScanResult, Scanner, ThreadSample};

@@ -159,11 +159,10 @@ impl Default for DaemonConfig {
 /// A configuration that cannot be used, on one line naming the file and key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{path}: cannot read: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The file cannot be read, or is not one root may act on (another user's, writable by
+    /// group or others, not a regular file, too large).
+    #[error(transparent)]
+    Read(#[from] crate::trust::TrustError),
     /// Syntax, type or unknown-key error: `FILE:LINE:COL: ...`.
     #[error("{0}")]
     Toml(String),
@@ -225,15 +224,18 @@ impl DaemonConfig {
     /// Reads `path`. A missing file is an error only when `required` (the user named it);
     /// the default file may be absent, which gives the defaults.
     pub fn load(path: &Path, required: bool) -> Result<DaemonConfig, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => DaemonConfig::parse(&text, &path.display().to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
-                Ok(DaemonConfig::default())
-            }
-            Err(source) => Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            }),
+        let text = DaemonConfig::read(path, required)?;
+        DaemonConfig::parse(&text, &path.display().to_string())
+    }
+
+    /// The text of the configuration file at `path` ([`crate::trust::read_config`]: a file
+    /// another user owns or can write is refused). A missing file is an error only when
+    /// `required`; otherwise it reads as empty (the defaults).
+    pub fn read(path: &Path, required: bool) -> Result<String, ConfigError> {
+        match crate::trust::read_config(path) {
+            Ok(text) => Ok(text),
+            Err(e) if e.is_not_found() && !required => Ok(String::new()),
+            Err(e) => Err(ConfigError::Read(e)),
         }
     }
 

@@ -618,15 +618,17 @@ fn take_lock(journal: &Path) -> Result<nix::fcntl::Flock<File>, DaemonError> {
                 .map_err(io(dir, "cannot create the journal directory"))?;
         }
     }
+    let dir = match journal.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d,
+        None => Path::new("."),
+    };
+    // Anyone who can write the journal's directory can replace the journal, and root would
+    // then restore whatever masks it names.
+    crate::trust::check_private_dir(dir).map_err(JournalError::Untrusted)?;
     let mut name = journal.as_os_str().to_owned();
     name.push(".lock");
     let path = PathBuf::from(name);
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io(&path, "cannot open the lock file"))?;
+    let f = crate::trust::open_persistent(&path).map_err(JournalError::Untrusted)?;
     nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
         .map_err(|_| DaemonError::Locked { path })
 }

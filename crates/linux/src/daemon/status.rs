@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, PermissionsExt as _,
+};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,6 +106,10 @@ pub enum StatusError {
     },
     #[error("{path}: another homenode daemon is answering on this socket")]
     InUse { path: PathBuf },
+    #[error(
+        "{path}: refusing to replace it: {why} (remove it yourself or choose another socket path)"
+    )]
+    NotOurSocket { path: PathBuf, why: String },
     #[error("{path}: the answer is not a status report: {reason}")]
     BadAnswer { path: PathBuf, reason: String },
 }
@@ -119,6 +125,8 @@ fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(std::io::Error) -> 
 /// The socket server; dropping it stops answering and removes the socket file.
 pub struct StatusServer {
     path: PathBuf,
+    /// Device and inode of the socket this server bound: only that file is removed on drop.
+    identity: (u64, u64),
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -135,18 +143,13 @@ impl StatusServer {
                     .map_err(io(dir, "cannot create the socket directory"))?;
             }
         }
-        if path.exists() {
-            if UnixStream::connect(path).is_ok() {
-                return Err(StatusError::InUse {
-                    path: path.to_path_buf(),
-                });
-            }
-            // A socket left by a daemon that died.
-            std::fs::remove_file(path).map_err(io(path, "cannot remove the stale socket"))?;
-        }
+        remove_stale_socket(path)?;
         let listener = UnixListener::bind(path).map_err(io(path, "cannot bind"))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .map_err(io(path, "cannot set mode 0600"))?;
+        let identity = std::fs::symlink_metadata(path)
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(io(path, "cannot stat the new socket"))?;
         listener
             .set_nonblocking(true)
             .map_err(io(path, "cannot make non-blocking"))?;
@@ -158,6 +161,7 @@ impl StatusServer {
             .map_err(io(path, "cannot start the server thread"))?;
         Ok(StatusServer {
             path: path.to_path_buf(),
+            identity,
             stop,
             thread: Some(thread),
         })
@@ -170,7 +174,59 @@ impl Drop for StatusServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        let still_ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| (m.dev(), m.ino()) == self.identity);
+        if still_ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Clears the way for binding `path`. Only a socket that nobody answers on and that the
+/// daemon's own user owns is removed (a daemon that died left it); a live socket means another
+/// daemon, and anything else (a regular file, a link, someone else's socket) is refused, so a
+/// mistyped `--socket` can never delete a file.
+fn remove_stale_socket(path: &Path) -> Result<(), StatusError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path, "cannot stat")(e)),
+    };
+    let refuse = |why: String| StatusError::NotOurSocket {
+        path: path.to_path_buf(),
+        why,
+    };
+    if !meta.file_type().is_socket() {
+        return Err(refuse(format!(
+            "it exists and is not a socket ({})",
+            kind_of(&meta)
+        )));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(refuse(format!(
+            "the socket belongs to uid {}, not {me}",
+            meta.uid()
+        )));
+    }
+    if UnixStream::connect(path).is_ok() {
+        return Err(StatusError::InUse {
+            path: path.to_path_buf(),
+        });
+    }
+    std::fs::remove_file(path).map_err(io(path, "cannot remove the stale socket"))
+}
+
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
     }
 }
 
@@ -297,5 +353,43 @@ mod tests {
         let mut answer = String::new();
         BufReader::new(&s).read_line(&mut answer).expect("read");
         assert!(answer.contains("unknown request"), "{answer}");
+    }
+
+    #[test]
+    fn a_regular_file_or_link_at_the_socket_path_is_never_removed() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "precious").expect("write");
+        let shared: SharedStatus = Arc::new(Mutex::new(StatusReport::default()));
+        let e = StatusServer::start(&file, shared.clone())
+            .err()
+            .expect("refused");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("not a socket") && msg.contains("regular file"),
+            "{msg}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).expect("kept"), "precious");
+        let link = dir.path().join("l.sock");
+        std::os::unix::fs::symlink(&file, &link).expect("link");
+        let e = StatusServer::start(&link, shared).err().expect("refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(std::fs::symlink_metadata(&link).is_ok());
+        assert_eq!(std::fs::read_to_string(&file).expect("kept"), "precious");
+    }
+
+    #[test]
+    fn drop_leaves_a_file_that_replaced_the_socket() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("h.sock");
+        let shared: SharedStatus = Arc::new(Mutex::new(StatusReport::default()));
+        let server = StatusServer::start(&path, shared).expect("start");
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::write(&path, "someone else's").expect("write");
+        drop(server);
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("kept"),
+            "someone else's"
+        );
     }
 }

@@ -177,11 +177,12 @@ fn corrupt_journals_are_typed_errors_naming_the_file() {
         Journal::load(&path),
         Err(JournalError::Corrupt { .. })
     ));
-    // A directory where the file should be: a read error naming it.
+    // A directory where the file should be: refused as not a regular file, naming it.
     let d = dir.path().join("adir");
     fs::create_dir(&d).expect("mkdir");
     let e = Journal::load(&d).unwrap_err();
-    assert!(matches!(e, JournalError::Read { .. }));
+    assert!(matches!(e, JournalError::Untrusted(_)), "{e:?}");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
     assert_names_file(&e, &d);
     // Storing into a missing directory: a write error naming the journal.
     let missing = dir.path().join("no/such/dir/journal.json");
@@ -409,4 +410,43 @@ fn previous_masks_are_stored_only_while_a_change_is_under_way() {
     // A journal written before the field existed still parses.
     let old = Journal::from_json(&plain, std::path::Path::new("j.json")).expect("parses");
     assert!(previous(&old).is_empty());
+}
+
+/// Issue 14: root must not act on a journal that someone else could have written, nor create
+/// or write files through links planted beside it.
+#[test]
+fn restore_refuses_untrusted_journal_places() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = fixture("multinode-4n");
+    // A journal directory that others can write: refused before the journal is read.
+    let open = tempfile::tempdir().expect("tmp");
+    fs::set_permissions(open.path(), fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let journal = open.path().join("journal.json");
+    fs::write(&journal, Journal::new().to_json()).expect("write");
+    let e = linux::daemon::restore_only(&journal, &root).expect_err("open dir");
+    assert!(e.to_string().contains("writable by group or others"), "{e}");
+    // A private directory, but a dangling link where the lock file goes: the link's target is
+    // not created.
+    let private = tempfile::tempdir().expect("tmp");
+    let journal = private.path().join("journal.json");
+    let target = private.path().join("created-by-root");
+    std::os::unix::fs::symlink(&target, private.path().join("journal.json.lock")).expect("ln");
+    let e = linux::daemon::restore_only(&journal, &root).expect_err("lock link");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    assert!(!target.exists());
+    // The journal itself a link: refused, and the file it points to is left as it was.
+    fs::remove_file(private.path().join("journal.json.lock")).expect("rm");
+    let elsewhere = private.path().join("elsewhere.json");
+    fs::write(&elsewhere, Journal::new().to_json()).expect("write");
+    std::os::unix::fs::symlink(&elsewhere, &journal).expect("ln");
+    let e = linux::daemon::restore_only(&journal, &root).expect_err("journal link");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    // A journal others can write, in a private directory: refused too.
+    fs::remove_file(&journal).expect("rm");
+    fs::write(&journal, Journal::new().to_json()).expect("write");
+    fs::set_permissions(&journal, fs::Permissions::from_mode(0o666)).expect("chmod");
+    let e = linux::daemon::restore_only(&journal, &root).expect_err("0666 journal");
+    assert!(e.to_string().contains("mode 0666"), "{e}");
+    fs::set_permissions(&journal, fs::Permissions::from_mode(0o600)).expect("chmod");
+    linux::daemon::restore_only(&journal, &root).expect("a trusted empty journal restores");
 }

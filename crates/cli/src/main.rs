@@ -83,7 +83,45 @@ fn main() {
         })(),
     };
     if let Err(e) = r {
-        eprintln!("homenode: {e:#}");
+        eprintln!("homenode: {}", error_line(&e));
         std::process::exit(2);
+    }
+}
+
+/// The error and its causes on one line, each said once: many library errors already show
+/// their source in their own message (`path: what: OS error`), and printing the chain as well
+/// would repeat the OS error.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_os_error_is_said_once() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let status = linux::daemon::status::StatusError::Io {
+            path: "/run/x.sock".into(),
+            what: "cannot bind",
+            source: io,
+        };
+        let e = anyhow::Error::new(status).context("starting the daemon");
+        let line = super::error_line(&e);
+        assert_eq!(line.matches("No such file").count(), 1, "{line}");
+        assert!(
+            line.starts_with("starting the daemon: /run/x.sock: cannot bind"),
+            "{line}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! `homenode run`, `homenode status`, `homenode topo`: the live daemon and its companions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -149,6 +149,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             r.count(|o| matches!(o, linux::journal::RestoreOutcome::Failed { .. })),
         );
         return Ok(());
+    }
+    let caps = daemon::privileges::effective_caps(Path::new("/"));
+    let euid = linux::trust::effective_uid();
+    if let Some(note) = daemon::privileges::limits_note(euid, caps, cfg.dry_run) {
+        tracing::warn!("{note}");
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {

@@ -15,6 +15,10 @@ use topo::CpuSet;
 use crate::error::SysError;
 use crate::sys;
 
+/// The most nodes a kernel can have: `MAX_NUMNODES` = 1 << `CONFIG_NODES_SHIFT`, whose
+/// largest allowed value is 10 (mm/Kconfig, arch/x86/Kconfig).
+pub const MAX_NUMNODES: usize = 1 << 10;
+
 /// The mode of a memory policy (`MPOL_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PolicyMode {
@@ -162,7 +166,7 @@ impl MemPolicy {
             }
         }
         if let Some(nodes) = nodes {
-            p.nodes = CpuSet::parse_list(nodes)
+            p.nodes = CpuSet::parse_list_below(nodes, MAX_NUMNODES, "node")
                 .map_err(|e| format!("node list of policy `{token}`: {e}"))?;
         }
         Ok(p)
@@ -241,6 +245,21 @@ pub fn mems_allowed() -> Result<CpuSet, SysError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14: node lists are capped at the kernel's MAX_NUMNODES (a list up to 1,048,575
+    /// used to fill a 128 KiB mask bit by bit per line).
+    #[test]
+    fn node_lists_stop_at_max_numnodes() {
+        assert_eq!(
+            MemPolicy::parse("bind:0-1023")
+                .expect("largest")
+                .nodes
+                .count(),
+            1024
+        );
+        let e = MemPolicy::parse("bind:0-1048575").expect_err("too many nodes");
+        assert!(e.contains("not a node number (0 to 1023)"), "{e}");
+    }
 
     #[test]
     fn parse_and_display_round_trip() {

@@ -258,6 +258,9 @@ impl Scanner {
                 Ok(Some(Live::Alive(p))) => result.processes.push(p),
                 Ok(Some(Live::Gone)) => result.gone += 1,
                 Ok(None) => result.kernel_threads += 1,
+                // A process that exits while it is read leaves a zombie whose files are empty
+                // or cut short: that is an exit, not a read error worth a warning.
+                Err(_) if has_exited(root, pid) => result.gone += 1,
                 Err(e) => result.errors.push(e),
             }
         }
@@ -411,5 +414,14 @@ pub fn clock_ticks_per_second() -> u64 {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
         Ok(Some(t)) if t > 0 => t as u64,
         _ => 100,
+    }
+}
+
+/// Whether `pid` is gone or a zombie (`Z`) or dead (`X`) task now.
+fn has_exited(root: &Path, pid: Pid) -> bool {
+    match procfs::stat::read(root, pid) {
+        Ok(Live::Alive(st)) => matches!(st.state, 'Z' | 'X' | 'x'),
+        Ok(Live::Gone) => true,
+        Err(_) => false,
     }
 }

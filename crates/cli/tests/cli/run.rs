@@ -90,6 +90,10 @@ fn daemon(dir: &Path, pids: &[u32], extra: &[&str]) -> Child {
         "--set",
         "placement.homenode.min_cpu=0.1",
         "--set",
+        // A busy loop needs a CPU of its own even when a loaded machine gives it only a
+        // fraction of one: the tests must not depend on getting a share of the CPU.
+        "placement.homenode.busy_thread_cpu=0.05",
+        "--set",
         // Every included process is looked at closely, idle or not.
         "scan.candidate_min_cpu=0",
         "--set",

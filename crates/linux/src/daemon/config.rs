@@ -208,15 +208,10 @@ impl DaemonConfig {
                 }
             })?;
         }
-        let cfg: DaemonConfig =
-            toml::Value::Table(table)
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    ConfigError::Toml(format!(
-                        "command line: {}",
-                        e.message().split_whitespace().collect::<Vec<_>>().join(" ")
-                    ))
-                })?;
+        let cfg = match toml::Value::Table(table).try_into::<DaemonConfig>() {
+            Ok(cfg) => cfg,
+            Err(e) => return Err(blame_override(text, overrides, &e)),
+        };
         cfg.validate("command line")?;
         Ok(cfg)
     }
@@ -261,6 +256,15 @@ impl DaemonConfig {
                 format!("\"{}\"", self.policy),
                 &format!("unknown policy (valid: {})", names.join(", ")),
             ));
+        }
+        for (key, path) in [("journal", &self.journal), ("socket", &self.socket)] {
+            if path.as_os_str().is_empty() || path.file_name().is_none() {
+                return Err(bad(
+                    key,
+                    format!("\"{}\"", path.display()),
+                    "must name a file (an absolute path such as the default)",
+                ));
+            }
         }
         if let Some(n) = self.fake_numa {
             if !(2..=64).contains(&n) {
@@ -322,6 +326,31 @@ impl DaemonConfig {
             .map_err(|e| bad(&format!("placement.numad.{}", e.key), e.value, e.reason))?;
         Ok(())
     }
+}
+
+/// The error for overrides that do not fit the configuration's types, naming the key: the
+/// overrides are applied again one at a time, and the first one after which the
+/// configuration no longer reads is the culprit (serde's own message names the type, not the
+/// key).
+fn blame_override(text: &str, overrides: &[(String, String)], e: &toml::de::Error) -> ConfigError {
+    let reason = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    let Ok(mut table) = toml::from_str::<toml::Table>(text) else {
+        return ConfigError::Toml(format!("command line: {reason}"));
+    };
+    for (key, value) in overrides {
+        if set_dotted(&mut table, key, parse_value(value)).is_err() {
+            break;
+        }
+        if let Err(e) = toml::Value::Table(table.clone()).try_into::<DaemonConfig>() {
+            return ConfigError::Invalid {
+                origin: "command line".into(),
+                key: key.clone(),
+                value: value.clone(),
+                reason: e.message().split_whitespace().collect::<Vec<_>>().join(" "),
+            };
+        }
+    }
+    ConfigError::Toml(format!("command line: {reason}"))
 }
 
 /// A command-line value: TOML if it parses as a TOML value, else a plain string.
@@ -415,6 +444,8 @@ comms = ["postgres"]
                 "placement.homenode.imbalance_pct",
             ),
             ("interval_s = \"fast\"", "interval_s"),
+            ("journal = \"\"", "journal"),
+            ("socket = \"\"", "socket"),
         ] {
             let e = DaemonConfig::parse(text, "h.toml").expect_err(text);
             let s = e.to_string();
@@ -423,6 +454,36 @@ comms = ["postgres"]
         }
         let ok = "metrics = \"0.0.0.0:9750\"\nmetrics_allow_remote = true";
         assert!(DaemonConfig::parse(ok, "h.toml").is_ok());
+    }
+
+    /// Issue 14: a `--set` value of the wrong type names its key (serde alone said only
+    /// "invalid type: string \"abc\", expected f64").
+    #[test]
+    fn a_set_of_the_wrong_type_names_its_key() {
+        let sets = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        for (k, v) in [
+            ("interval_s", "abc"),
+            ("scan.idle_every", "-3"),
+            ("placement.homenode.min_rss_mib", "lots"),
+        ] {
+            let e =
+                DaemonConfig::with_overrides("", "h.toml", &sets(&[("dry_run", "true"), (k, v)]))
+                    .expect_err(k)
+                    .to_string();
+            assert!(e.starts_with(&format!("command line: `{k}` = {v}")), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = DaemonConfig::with_overrides("", "h.toml", &sets(&[("journal", "\"\"")]))
+            .expect_err("empty journal")
+            .to_string();
+        assert!(
+            e.contains("`journal`") && e.contains("must name a file"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
@@ -143,21 +143,27 @@ pub struct MetricsServer {
 impl MetricsServer {
     /// Binds `addr` (the caller has checked that it is loopback or allowed).
     pub fn start(addr: SocketAddr, status: SharedStatus) -> std::io::Result<MetricsServer> {
+        MetricsServer::start_with(addr, status, REQUEST_DEADLINE)
+    }
+
+    /// As [`MetricsServer::start`], with the deadline for a request head.
+    fn start_with(
+        addr: SocketAddr,
+        status: SharedStatus,
+        deadline: Duration,
+    ) -> std::io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
+        let active = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("homenode-metrics".into())
             .spawn(move || {
                 while !stop2.load(Ordering::Relaxed) {
                     match listener.accept() {
-                        Ok((s, _)) => {
-                            if let Err(e) = answer(s, &status) {
-                                tracing::debug!("metrics request: {e}");
-                            }
-                        }
+                        Ok((s, _)) => serve_one(s, &status, &active, deadline),
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                             std::thread::sleep(Duration::from_millis(50));
                         }
@@ -185,15 +191,54 @@ impl Drop for MetricsServer {
     }
 }
 
-fn answer(mut s: TcpStream, status: &SharedStatus) -> std::io::Result<()> {
+/// Connections answered at once; more are closed unanswered until one finishes.
+const MAX_CONNECTIONS: usize = 8;
+/// The whole request head must arrive within this time, however it is cut in pieces.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Answers one connection on its own thread, so that a slow client (one that sends its request
+/// a byte at a time) delays nobody else; at most [`MAX_CONNECTIONS`] at once.
+fn serve_one(s: TcpStream, status: &SharedStatus, active: &Arc<AtomicUsize>, deadline: Duration) {
+    if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+        active.fetch_sub(1, Ordering::AcqRel);
+        tracing::debug!("metrics: {MAX_CONNECTIONS} connections open, one refused");
+        return;
+    }
+    let status = status.clone();
+    let done = active.clone();
+    let spawned = std::thread::Builder::new()
+        .name("homenode-metrics-conn".into())
+        .spawn(move || {
+            if let Err(e) = answer(s, &status, deadline) {
+                tracing::debug!("metrics request: {e}");
+            }
+            done.fetch_sub(1, Ordering::AcqRel);
+        });
+    if let Err(e) = spawned {
+        active.fetch_sub(1, Ordering::AcqRel);
+        tracing::warn!("metrics: cannot start a connection thread: {e}");
+    }
+}
+
+fn answer(mut s: TcpStream, status: &SharedStatus, limit: Duration) -> std::io::Result<()> {
     s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(2)))?;
+    s.set_write_timeout(Some(limit))?;
+    let deadline = std::time::Instant::now() + limit;
     // Read the whole request head: answering and closing with unread bytes in the socket
     // would make the kernel reset the connection (the client may send the head in pieces).
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+        // A deadline for the whole head, not per read: a byte every second must not keep the
+        // connection open for ever.
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "request head not complete within the deadline",
+            ));
+        }
+        s.set_read_timeout(Some(left))?;
         let n = s.read(&mut buf)?;
         if n == 0 {
             break;
@@ -284,5 +329,48 @@ mod tests {
         assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
         assert!(ok.contains("homenode_pages_moved_total 512"), "{ok}");
         assert!(get("/").starts_with("HTTP/1.1 404"));
+    }
+
+    /// Issue 14: a client that trickles its request must not stop others from scraping.
+    /// (With one connection at a time the scrape waited behind the slow client.)
+    #[test]
+    fn a_slow_client_blocks_nobody() {
+        let shared = Arc::new(Mutex::new(report()));
+        let long = Duration::from_secs(600);
+        let m = MetricsServer::start_with("127.0.0.1:0".parse().expect("addr"), shared, long)
+            .expect("bind");
+        let mut slow = TcpStream::connect(m.addr).expect("connect");
+        slow.write_all(b"GET /met").expect("send");
+        let mut s = TcpStream::connect(m.addr).expect("connect");
+        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").expect("send");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("read");
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        // The slow client is still being served: its request can still be completed.
+        slow.write_all(b"rics HTTP/1.1\r\n\r\n").expect("send");
+        let mut rest = String::new();
+        slow.read_to_string(&mut rest).expect("read");
+        assert!(rest.starts_with("HTTP/1.1 200 OK"), "{rest}");
+    }
+
+    /// A client that keeps sending a byte at a time is cut off at the deadline for the whole
+    /// head (a deadline per read never fired: each byte renewed it).
+    #[test]
+    fn a_trickling_client_is_cut_off() {
+        let shared = Arc::new(Mutex::new(report()));
+        let short = Duration::from_millis(300);
+        let m = MetricsServer::start_with("127.0.0.1:0".parse().expect("addr"), shared, short)
+            .expect("bind");
+        let mut slow = TcpStream::connect(m.addr).expect("connect");
+        // Up to 10,000 bytes, one every 10 ms (100 s): the server must close it long before.
+        let mut closed = false;
+        for _ in 0..10_000 {
+            if slow.write_all(b"x").is_err() {
+                closed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(closed, "the server kept a trickling connection open");
     }
 }

@@ -31,6 +31,7 @@ pub mod apply;
 pub mod config;
 pub mod host;
 pub mod metrics;
+pub mod privileges;
 pub mod reload;
 pub mod sampler;
 pub mod snapshot;
@@ -88,6 +89,12 @@ pub enum DaemonError {
     },
     #[error("placement policy: {0}")]
     Policy(String),
+    /// Too many intervals failed in a row (or one panicked): everything was restored and the
+    /// daemon stopped. Reported as a failure, so that a service manager sees one.
+    #[error(
+        "gave up after {failures} failed intervals in a row (every change was restored); last error: {last}"
+    )]
+    GaveUp { failures: u32, last: String },
 }
 
 /// What one interval did, for logs, tests and `--stats`.
@@ -131,6 +138,18 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// Logs the first problem with each file once at WARN (saying what is lost), the rest at
+    /// DEBUG: a damaged line that stays damaged must not fill the log every interval.
+    fn warn_once(&mut self, problems: &[ProcError], lost: &str) {
+        for e in problems {
+            if self.warned.insert(e.path().to_path_buf()) {
+                tracing::warn!("{e}: {lost} (said once)");
+            } else {
+                tracing::debug!("{e}: {lost}");
+            }
+        }
+    }
+
     /// Reads the host, takes the lock, recovers the journal a previous run left, builds the
     /// policy. Nothing is changed on the host except by journal recovery.
     pub fn start(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
@@ -257,7 +276,10 @@ impl Daemon {
                 tracing::debug!("scan: {e}");
             }
         }
-        let cpustat = cpustat::read(&self.cfg.root)?;
+        // A bad line in /proc/stat or /proc/vmstat costs its CPU or counter this interval,
+        // not the interval.
+        let (cpustat, bad) = cpustat::read_lenient(&self.cfg.root)?;
+        self.warn_once(&bad, "that CPU's idle time is left out");
         let idle = self
             .prev_cpustat
             .as_ref()
@@ -266,7 +288,16 @@ impl Daemon {
         let free = self.host.free_bytes(&self.cfg.root)?;
         // The kernel's own NUMA activity over the interval (automatic NUMA balancing's hint
         // faults and migrations, allocation hits and misses), for the status and metrics.
-        let vmstat = crate::procfs::vmstat::read(&self.cfg.root)?;
+        let vmstat = match crate::procfs::vmstat::read_lenient(&self.cfg.root) {
+            Ok((v, bad)) => {
+                self.warn_once(&bad, "that counter is left out");
+                v
+            }
+            Err(e) => {
+                self.warn_once(&[e], "the kernel's NUMA counters are left out");
+                crate::procfs::NumaCounters::default()
+            }
+        };
         let kernel_numa = self
             .prev_vmstat
             .as_ref()
@@ -713,7 +744,8 @@ pub fn run_reloading(
         },
     );
     let mut summary = RunSummary::default();
-    let mut failures = 0;
+    let mut failures: u32 = 0;
+    let mut last_error = String::new();
     let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if max_intervals.is_some_and(|m| summary.intervals >= m) {
@@ -729,14 +761,16 @@ pub fn run_reloading(
             Ok(Err(e)) => {
                 failures += 1;
                 tracing::error!("interval failed ({failures} in a row): {e}");
+                last_error = e.to_string();
             }
             Err(_) => {
-                failures = 10;
+                failures = MAX_FAILED_INTERVALS;
                 tracing::error!("interval panicked; restoring and stopping");
+                last_error = "an interval panicked".into();
             }
         }
         summary.intervals += 1;
-        if failures >= 10 {
+        if failures >= MAX_FAILED_INTERVALS {
             break;
         }
         next += period;
@@ -761,8 +795,17 @@ pub fn run_reloading(
         }
     }
     summary.restore = d.shutdown()?;
+    if failures >= MAX_FAILED_INTERVALS {
+        return Err(DaemonError::GaveUp {
+            failures,
+            last: last_error,
+        });
+    }
     Ok(summary)
 }
+
+/// Failed intervals in a row after which the daemon restores and stops.
+pub const MAX_FAILED_INTERVALS: u32 = 10;
 
 /// Reads the configuration again and takes it, logging what changed; on any error the
 /// running configuration stays.

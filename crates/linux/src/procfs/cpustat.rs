@@ -17,51 +17,74 @@ pub struct CpuTimes {
 }
 
 /// Parses the `cpuN` lines (the aggregate `cpu` line and the other lines are skipped). A line
-/// needs at least the four columns every kernel since 2.4 writes (user nice system idle).
+/// needs at least the four columns every kernel since 2.4 writes (user nice system idle). The
+/// first malformed `cpuN` line is an error; the daemon uses [`parse_lenient`].
 pub fn parse(text: &str) -> Result<Vec<CpuTimes>, String> {
+    let (out, problems) = parse_lenient(text)?;
+    match problems.into_iter().next() {
+        Some(p) => Err(p),
+        None => Ok(out),
+    }
+}
+
+/// Like [`parse`], but a malformed `cpuN` line is skipped (that CPU is left out of this read,
+/// as an offline one would be) and described in the second value. Only a text without any
+/// good `cpuN` line is an error.
+pub fn parse_lenient(text: &str) -> Result<(Vec<CpuTimes>, Vec<String>), String> {
     let mut out = Vec::new();
+    let mut problems = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(rest) = line.strip_prefix("cpu") else {
-            continue;
-        };
-        let mut cols = rest.split_ascii_whitespace();
-        let Some(id) = cols.next() else { continue };
-        let Ok(cpu) = id.parse::<usize>() else {
-            // The aggregate `cpu  ...` line: its first column is a number of ticks, not an id,
-            // and it has no digits glued to `cpu`.
-            if rest.starts_with(' ') {
-                continue;
-            }
-            return Err(format!("line {}: `cpu{id}` is not a CPU number", i + 1));
-        };
-        if rest.starts_with(' ') {
-            continue;
+        match parse_line(line, i + 1) {
+            Ok(Some(t)) => out.push(t),
+            Ok(None) => {}
+            Err(p) => problems.push(p),
         }
-        let vals: Vec<u64> = cols
-            .take(8)
-            .map(|c| {
-                c.parse::<u64>()
-                    .map_err(|_| format!("line {}: `{c}` is not a number of ticks", i + 1))
-            })
-            .collect::<Result<_, _>>()?;
-        if vals.len() < 4 {
-            return Err(format!(
-                "line {}: cpu{cpu} has {} columns, at least 4 expected (truncated?)",
-                i + 1,
-                vals.len()
-            ));
-        }
-        let iowait = vals.get(4).copied().unwrap_or(0);
-        out.push(CpuTimes {
-            cpu,
-            idle: vals[3].saturating_add(iowait),
-            total: vals.iter().fold(0u64, |a, &v| a.saturating_add(v)),
-        });
     }
     if out.is_empty() {
-        return Err("no `cpuN` line".into());
+        return Err(problems
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| "no `cpuN` line".into()));
     }
-    Ok(out)
+    Ok((out, problems))
+}
+
+/// One line: `Some` for a `cpuN` line, `None` for any other line.
+fn parse_line(line: &str, lineno: usize) -> Result<Option<CpuTimes>, String> {
+    let Some(rest) = line.strip_prefix("cpu") else {
+        return Ok(None);
+    };
+    let mut cols = rest.split_ascii_whitespace();
+    let Some(id) = cols.next() else {
+        return Ok(None);
+    };
+    // The aggregate `cpu  ...` line: its first column is a number of ticks, not an id, and it
+    // has no digits glued to `cpu`.
+    if rest.starts_with(' ') {
+        return Ok(None);
+    }
+    let Ok(cpu) = id.parse::<usize>() else {
+        return Err(format!("line {lineno}: `cpu{id}` is not a CPU number"));
+    };
+    let vals: Vec<u64> = cols
+        .take(8)
+        .map(|c| {
+            c.parse::<u64>()
+                .map_err(|_| format!("line {lineno}: `{c}` is not a number of ticks"))
+        })
+        .collect::<Result<_, _>>()?;
+    if vals.len() < 4 {
+        return Err(format!(
+            "line {lineno}: cpu{cpu} has {} columns, at least 4 expected (truncated?)",
+            vals.len()
+        ));
+    }
+    let iowait = vals.get(4).copied().unwrap_or(0);
+    Ok(Some(CpuTimes {
+        cpu,
+        idle: vals[3].saturating_add(iowait),
+        total: vals.iter().fold(0u64, |a, &v| a.saturating_add(v)),
+    }))
 }
 
 /// Reads `ROOT/proc/stat`.
@@ -69,6 +92,21 @@ pub fn read(root: &Path) -> Result<Vec<CpuTimes>, ProcError> {
     let path = root.join("proc/stat");
     let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
     parse(&text).map_err(|r| ProcError::parse(&path, r))
+}
+
+/// Reads `ROOT/proc/stat` with [`parse_lenient`]: the CPUs that parsed, and a [`ProcError`]
+/// for each `cpuN` line that did not.
+pub fn read_lenient(root: &Path) -> Result<(Vec<CpuTimes>, Vec<ProcError>), ProcError> {
+    let path = root.join("proc/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    let (v, problems) = parse_lenient(&text).map_err(|r| ProcError::parse(&path, r))?;
+    Ok((
+        v,
+        problems
+            .into_iter()
+            .map(|r| ProcError::parse(&path, r))
+            .collect(),
+    ))
 }
 
 /// Idle fraction of each CPU between two reads (CPU id -> 0..=1); CPUs in only one read, or
@@ -107,6 +145,28 @@ intr 12345 0 0\nctxt 999\nbtime 1700000000\n";
             }
         );
         assert_eq!(v[1].cpu, 1);
+    }
+
+    #[test]
+    fn lenient_skips_a_bad_cpu_line_only() {
+        let (v, bad) = parse_lenient("cpu 1 2 3 4\ncpu0 1 2 3 4\ncpu1 1 2\ncpu2 5 5 5 5\n")
+            .expect("two good lines");
+        assert_eq!(v.iter().map(|t| t.cpu).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(bad.len(), 1);
+        assert!(
+            bad[0].contains("line 3") && bad[0].contains("cpu1"),
+            "{bad:?}"
+        );
+        assert!(
+            parse_lenient("cpu0 1 2\n")
+                .unwrap_err()
+                .contains("at least 4")
+        );
+        assert!(
+            parse_lenient("intr 1\n")
+                .unwrap_err()
+                .contains("no `cpuN` line")
+        );
     }
 
     #[test]

@@ -113,8 +113,8 @@ fn sum_by_node<'a>(maps: impl Iterator<Item = &'a NumaMapping>) -> Vec<u64> {
     v
 }
 
-/// Highest node number accepted (the kernel's `MAX_NUMNODES` is at most 1 << 10).
-const MAX_NODE: usize = 1 << 16;
+/// Node numbers accepted: below the kernel's `MAX_NUMNODES`.
+const MAX_NODE: usize = crate::mempolicy::MAX_NUMNODES;
 
 /// Parses the text of `numa_maps`. Reasons name the line. Keys the parser does not know are
 /// skipped, so newer kernels' fields do not break it.

@@ -73,37 +73,71 @@ impl NumaCounters {
     }
 }
 
-/// Parses the text of `/proc/vmstat`, keeping the `numa_*` and `pgmigrate_*` lines.
+/// Parses the text of `/proc/vmstat`, keeping the `numa_*` and `pgmigrate_*` lines; the first
+/// malformed line among those is an error. The daemon uses [`parse_lenient`].
 pub fn parse(text: &str) -> Result<NumaCounters, String> {
+    let (c, problems) = parse_lenient(text);
+    match problems.into_iter().next() {
+        Some(p) => Err(p),
+        None => Ok(c),
+    }
+}
+
+/// Like [`parse`], but a malformed line is skipped and described in the second value: these
+/// counters are informative, and one bad line must not cost the daemon its interval.
+pub fn parse_lenient(text: &str) -> (NumaCounters, Vec<String>) {
     let mut c = NumaCounters::default();
+    let mut problems = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let Some((name, value)) = line.split_once(' ') else {
-            if line.trim().is_empty() {
-                continue;
+            if !line.trim().is_empty() {
+                problems.push(format!(
+                    "line {}: `{line}` has no value (truncated?)",
+                    i + 1
+                ));
             }
-            return Err(format!(
-                "line {}: `{line}` has no value (truncated?)",
-                i + 1
-            ));
+            continue;
         };
         if !(name.starts_with("numa_") || name.starts_with("pgmigrate_")) {
             continue;
         }
-        let v: u64 = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("line {}: {name} `{}` is not a number", i + 1, value.trim()))?;
-        c.values.insert(name.to_string(), v);
+        match value.trim().parse::<u64>() {
+            Ok(v) => {
+                c.values.insert(name.to_string(), v);
+            }
+            Err(_) => problems.push(format!(
+                "line {}: {name} `{}` is not a number",
+                i + 1,
+                value.trim()
+            )),
+        }
     }
-    Ok(c)
+    (c, problems)
 }
 
 /// Reads `ROOT/proc/vmstat`. A missing file is an error (every kernel since 2.6 has it).
 pub fn read(root: &Path) -> Result<NumaCounters, ProcError> {
     let path = root.join("proc/vmstat");
-    let text = read_optional_text(&path)?
-        .ok_or_else(|| ProcError::io(&path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
-    parse(&text).map_err(|r| ProcError::parse(&path, r))
+    parse(&read_text(&path)?).map_err(|r| ProcError::parse(&path, r))
+}
+
+/// Reads `ROOT/proc/vmstat` with [`parse_lenient`]: the counters that parsed, and a
+/// [`ProcError`] for each line that did not.
+pub fn read_lenient(root: &Path) -> Result<(NumaCounters, Vec<ProcError>), ProcError> {
+    let path = root.join("proc/vmstat");
+    let (c, problems) = parse_lenient(&read_text(&path)?);
+    Ok((
+        c,
+        problems
+            .into_iter()
+            .map(|r| ProcError::parse(&path, r))
+            .collect(),
+    ))
+}
+
+fn read_text(path: &Path) -> Result<String, ProcError> {
+    read_optional_text(path)?
+        .ok_or_else(|| ProcError::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)))
 }
 
 #[cfg(test)]
@@ -144,5 +178,17 @@ mod tests {
         );
         // A malformed line we do not keep is ignored.
         assert!(parse("nr_free_pages x\n").is_ok());
+    }
+
+    #[test]
+    fn lenient_keeps_the_good_lines_and_names_the_bad() {
+        let (c, bad) = parse_lenient("numa_hit 1\nnuma_miss lots\nnuma_foreign\nnuma_local 4\n");
+        assert_eq!(c.hit(), Some(1));
+        assert_eq!(c.get("numa_local"), Some(4));
+        assert_eq!(bad.len(), 2);
+        assert!(
+            bad[0].contains("line 2") && bad[1].contains("line 3"),
+            "{bad:?}"
+        );
     }
 }

@@ -125,6 +125,45 @@ fn damaged_trees_give_one_line_errors() {
     assert!(s.counters.scan_errors >= 1);
 }
 
+/// Issue 14: one bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
+/// interval; and a daemon that gives up says so with an error (a non-zero exit).
+#[test]
+fn bad_lines_in_stat_and_vmstat_do_not_fail_the_interval() {
+    let tmp = copy_fixture("multinode-4n");
+    let stat = tmp.path().join("proc/stat");
+    let text = std::fs::read_to_string(&stat).expect("stat");
+    let damaged = text.replacen("cpu1 ", "cpu1 x ", 1);
+    assert_ne!(damaged, text, "the fixture has a cpu1 line");
+    std::fs::write(&stat, damaged).expect("damage");
+    let vmstat = tmp.path().join("proc/vmstat");
+    let mut v = std::fs::read_to_string(&vmstat).expect("vmstat");
+    v.push_str("numa_hit\nnuma_bogus lots\n");
+    std::fs::write(&vmstat, v).expect("damage");
+    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    d.interval().expect("interval 1 goes on");
+    d.interval().expect("interval 2 goes on");
+    // Without /proc/vmstat at all the counters are left out, and the interval still runs.
+    std::fs::remove_file(&vmstat).expect("rm");
+    d.interval().expect("interval 3 goes on");
+}
+
+#[test]
+fn giving_up_is_an_error() {
+    let tmp = copy_fixture("multinode-4n");
+    let run_dir = tempfile::tempdir().expect("tmp");
+    let mut c = config(tmp.path());
+    c.interval_s = 0.05;
+    c.socket = run_dir.path().join("h.sock");
+    c.journal = run_dir.path().join("journal.json");
+    // Every interval fails: /proc/stat is gone.
+    std::fs::remove_file(tmp.path().join("proc/stat")).expect("rm");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let e = linux::daemon::run(c, &stop, Some(50)).expect_err("gives up");
+    let msg = e.to_string();
+    assert!(msg.contains("gave up after 10 failed intervals"), "{msg}");
+    assert!(msg.contains("proc/stat"), "{msg}");
+}
+
 #[test]
 fn one_node_host_under_fake_numa() {
     let root = fixture("host-1node");

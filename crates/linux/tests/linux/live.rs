@@ -369,19 +369,33 @@ fn live_scan_finds_this_process_and_measures_a_busy_thread() {
     let h = topo::read_host_detailed(root()).expect("host topology");
     let map = CpuNodeMap::from_host(&h);
     let mut s = Scanner::new();
+    // The spinner burns a fixed amount of its *own* CPU time between the two scans, however
+    // long the machine makes it wait for a CPU, so the test asserts what the scanner measured
+    // against what the thread consumed, not against a share of the CPU it may not get.
+    const BURN_S: f64 = 0.3;
     let (tx, rx) = mpsc::channel::<u32>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let spinner = std::thread::spawn(move || {
         tx.send(current_tid()).expect("send");
+        go_rx.recv().expect("go");
+        let start = linux::daemon::thread_cpu_s();
         let mut x = 0u64;
-        while stop_rx.try_recv().is_err() {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            std::hint::black_box(x);
+        while linux::daemon::thread_cpu_s() - start < BURN_S {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                std::hint::black_box(x);
+            }
         }
+        done_tx.send(()).expect("done");
+        // Stay alive (asleep) until the second scan has read this thread.
+        let _ = stop_rx.recv();
     });
     let tid = rx.recv().expect("tid");
     let a = s.scan(root(), &opts).expect("scan a");
-    std::thread::sleep(Duration::from_millis(500));
+    go_tx.send(()).expect("go");
+    done_rx.recv().expect("burnt");
     let b = s.scan(root(), &opts).expect("scan b");
     stop_tx.send(()).expect("stop");
     spinner.join().expect("join");
@@ -399,8 +413,14 @@ fn live_scan_finds_this_process_and_measures_a_busy_thread() {
         .iter()
         .find(|t| t.tid == tid)
         .expect("spinner rate");
-    // A busy loop: most of one CPU (ticks are 10 ms, allow slack on a loaded machine).
-    assert!(spin.cpu > 0.2, "spinner used {} CPUs", spin.cpu);
+    // CPU seconds the scanner saw = what the thread burnt, within the clock-tick resolution of
+    // /proc (two ticks at either end; ticks are 10 ms at USER_HZ 100).
+    let tick = 1.0 / clock_ticks_per_second() as f64;
+    let seen_s = spin.cpu * r.interval_s;
+    assert!(
+        seen_s >= BURN_S - 4.0 * tick,
+        "the scanner saw {seen_s:.3} CPU s of the spinner's {BURN_S} s"
+    );
     assert!(pr.node_runtime_s.iter().sum::<f64>() > 0.0);
     assert_eq!(pr.node_runtime_s.len(), h.topology.nr_nodes());
 }

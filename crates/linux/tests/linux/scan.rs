@@ -170,6 +170,20 @@ fn a_process_gone_mid_scan_is_skipped() {
     );
 }
 
+#[test]
+fn a_process_that_exits_while_read_is_gone_not_an_error() {
+    // Issue 14: a managed process that exits normally is a zombie for a moment, and its
+    // files read empty or cut short; that is an exit (logged at INFO), not a read error
+    // (a WARN).
+    let tmp = copy_fixture("multinode-4n");
+    fs::write(tmp.path().join("proc/1300/status"), "Name:\tpinned\n").expect("write");
+    set_field(&tmp.path().join("proc/1300/stat"), 3, "Z");
+    let r = Scanner::new().scan(tmp.path(), &full()).expect("scan");
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.gone, 1);
+    assert!(r.processes.iter().all(|p| p.pid != 1300));
+}
+
 /// Rewrites field `k` (1-based) of a stat file.
 fn set_field(path: &std::path::Path, k: usize, value: &str) {
     let text = fs::read_to_string(path).expect("stat");

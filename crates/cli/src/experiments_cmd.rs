@@ -67,6 +67,12 @@ fn run_some(all: &[ExperimentSpec], r: RunArgs) -> Result<()> {
         (None, true) => all.to_vec(),
         _ => bail!("name an experiment or give --all (see `homenode experiments list`)"),
     };
+    if let Some(n) = r.reps {
+        if n == 0 {
+            bail!("--reps must be at least 1");
+        }
+        sim::budget::reps("--reps", f64::from(n))?;
+    }
     let start = Instant::now();
     let mut docs = Vec::new();
     for e in &chosen {

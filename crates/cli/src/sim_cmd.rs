@@ -1,6 +1,6 @@
 //! `homenode sim ...`
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use sim::numa_test::{self as nt, Matrix};
@@ -136,6 +136,11 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
     if a.reps == 0 || a.size == 0 || a.passes == 0 {
         bail!("--reps, --size and --passes must be at least 1");
     }
+    for &n in &a.tasks {
+        sim::budget::tasks("--tasks", f64::from(n))?;
+    }
+    sim::budget::reps("--reps", f64::from(a.reps))?;
+    sim::budget::at_most("--passes", f64::from(a.passes), 1e6, "passes")?;
     let bytes = a
         .size
         .saturating_mul(20)
@@ -151,10 +156,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
         );
     }
     if let Some(n) = a.threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global()
-            .ok();
+        set_threads(n)?;
     }
     let m = Matrix {
         scheds,
@@ -264,7 +266,7 @@ fn text_report(topo: &topo::Topology, a: &NumaTestArgs, cells: &[nt::CellSummary
 
 fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine(&a.machine)?;
-    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file))?;
+    let text = sim::budget::read_input(std::path::Path::new(&a.file))?;
     let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
     w.check_machine(&topo)
         .map_err(|e| anyhow!("{}: {e}", a.file))?;
@@ -418,5 +420,22 @@ pub fn machines(m: Option<&str>) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `--threads N`: at most one worker per CPU of this host (more only cost memory and
+/// switching; `--threads 100000` used to start them all).
+pub(crate) fn set_threads(n: usize) -> Result<()> {
+    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+    sim::budget::at_most(
+        "--threads",
+        n as f64,
+        cpus as f64,
+        "threads (this host's CPUs)",
+    )?;
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n.max(1))
+        .build_global()
+        .ok();
     Ok(())
 }

@@ -2,6 +2,8 @@
 
 #[path = "cli/bench.rs"]
 mod bench;
+#[path = "cli/budget.rs"]
+mod budget;
 #[path = "cli/common.rs"]
 mod common;
 #[path = "cli/experiments.rs"]

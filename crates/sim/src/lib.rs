@@ -9,6 +9,7 @@
 //! - [`sim`]: one run; [`numa_test`]: the numa_test experiment matrix and its report;
 //! - [`experiments`]: the classic comparisons from `experiments/*.toml`, with reports.
 
+pub mod budget;
 pub mod engine;
 pub mod experiments;
 pub mod kernel;

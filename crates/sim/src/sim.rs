@@ -22,6 +22,22 @@ pub enum RunError {
         "simulation stuck at {at_ns} ns: {live} tasks alive but nothing left to happen (blocked forever on a channel or a wait)"
     )]
     Stuck { at_ns: u64, live: usize },
+    #[error(transparent)]
+    Fault(Box<crate::kernel::Fault>),
+    #[error(
+        "simulation makes no progress at {at_ns} ns: {limit} events without simulated time passing (programs running: {programs})"
+    )]
+    NoProgress {
+        at_ns: u64,
+        limit: u64,
+        programs: String,
+    },
+}
+
+impl From<crate::kernel::Fault> for RunError {
+    fn from(f: crate::kernel::Fault) -> Self {
+        RunError::Fault(Box::new(f))
+    }
 }
 
 /// What one task did, for reports.
@@ -69,6 +85,8 @@ pub struct Sim {
     /// Node-level placement (the daemon's policies), when asked for.
     pub placement: Option<Placement>,
     limit: Ns,
+    /// Events handled at the current instant, and that instant.
+    same_instant: (Ns, u64),
 }
 
 impl Sim {
@@ -88,6 +106,7 @@ impl Sim {
             sched,
             placement: None,
             limit: 3600 * SEC,
+            same_instant: (0, 0),
         }
     }
 
@@ -106,6 +125,9 @@ impl Sim {
     /// Handle the next event (or a placement decision due before it). Returns false when
     /// nothing is left to do.
     pub fn step(&mut self) -> Result<bool, RunError> {
+        if let Some(f) = self.k.fault.take() {
+            return Err(f.into());
+        }
         if self.k.is_done() {
             return Ok(false);
         }
@@ -141,6 +163,7 @@ impl Sim {
             });
         }
         debug_assert!(time >= self.k.now, "time went backwards");
+        self.count_instant(time)?;
         self.k.now = time;
         let s = self.sched.as_mut();
         let live = match ev {
@@ -160,7 +183,39 @@ impl Sim {
             Event::SchedTimer => self.on_sched_timer(),
         }
         self.k.refresh_contention();
+        if let Some(f) = self.k.fault.take() {
+            return Err(f.into());
+        }
         Ok(!self.k.is_done())
+    }
+
+    /// Counts events at one instant: more than [`crate::budget::MAX_STEPS_WITHOUT_TIME`] means
+    /// the tasks exchange events for ever without simulated time passing (zero-cost messages
+    /// in a loop, say), an error naming the programs still running.
+    fn count_instant(&mut self, time: Ns) -> Result<(), RunError> {
+        if time != self.same_instant.0 {
+            self.same_instant = (time, 0);
+            return Ok(());
+        }
+        self.same_instant.1 += 1;
+        if self.same_instant.1 <= crate::budget::MAX_STEPS_WITHOUT_TIME {
+            return Ok(());
+        }
+        let wl = &self.k.workload;
+        let mut names: Vec<&str> = self
+            .k
+            .tasks
+            .iter()
+            .filter(|t| t.exited.is_none())
+            .map(|t| wl.programs[t.program].name.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        Err(RunError::NoProgress {
+            at_ns: time,
+            limit: crate::budget::MAX_STEPS_WITHOUT_TIME,
+            programs: names.join(", "),
+        })
     }
 
     /// The scheduler's periodic timer: run it, and post the next one only while something

@@ -60,6 +60,10 @@ pub enum TopoError {
     #[error("cannot read machine spec `{path}`: {error}")]
     Io { path: String, error: std::io::Error },
 
+    /// A machine file refused before it was read (not a regular file, too large, not text).
+    #[error("{0}")]
+    Input(String),
+
     /// A host topology file (under sysfs or procfs, or a captured tree of them) that is missing,
     /// unreadable or malformed; `path` is the full path of the file or directory.
     #[error("{path}: {reason}")]

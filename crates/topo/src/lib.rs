@@ -12,6 +12,7 @@ pub mod cpuset;
 pub mod domains;
 pub mod error;
 pub mod fake;
+pub mod input;
 pub mod presets;
 pub mod spec;
 pub mod sysfs;

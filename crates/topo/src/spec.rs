@@ -10,6 +10,7 @@
 //! `core / cores_per_llc`. Cores and LLCs never straddle a node.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -137,9 +138,12 @@ impl MachineSpec {
 
     /// Reads and parses a machine file.
     pub fn from_file(path: &str) -> Result<MachineSpec, TopoError> {
-        let text = std::fs::read_to_string(path).map_err(|error| TopoError::Io {
-            path: path.to_string(),
-            error,
+        let text = crate::input::read_input(Path::new(path)).map_err(|e| match e {
+            crate::input::InputError::Io { error, .. } => TopoError::Io {
+                path: path.to_string(),
+                error,
+            },
+            refused => TopoError::Input(refused.to_string()),
         })?;
         Self::from_toml_str(&text, path)
     }

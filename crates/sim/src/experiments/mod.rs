@@ -42,6 +42,12 @@ pub enum ExperimentError {
     Unknown { name: String, available: String },
     #[error("experiment `{name}`: {msg}")]
     Run { name: String, msg: String },
+    #[error("{second}: experiment name `{name}` is already used by {first}")]
+    Duplicate {
+        name: String,
+        first: String,
+        second: String,
+    },
 }
 
 /// The experiment files shipped with homenode, built into the binary.
@@ -95,16 +101,38 @@ pub fn load_all(dir: Option<&Path>) -> Result<Vec<ExperimentSpec>, ExperimentErr
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    files
+    let specs = files
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p).map_err(|e| ExperimentError::Io {
+            let text = crate::budget::read_input(p).map_err(|e| ExperimentError::Io {
                 path: p.display().to_string(),
-                msg: e.to_string(),
+                msg: match e {
+                    crate::budget::InputError::Io { error, .. } => error.to_string(),
+                    crate::budget::InputError::Refused { why, .. } => why,
+                },
             })?;
             ExperimentSpec::parse(&text, &p.display().to_string())
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    no_two_named_alike(&specs, &files)?;
+    Ok(specs)
+}
+
+/// Two files with the same `name` would write the same output directory.
+fn no_two_named_alike(
+    specs: &[ExperimentSpec],
+    files: &[std::path::PathBuf],
+) -> Result<(), ExperimentError> {
+    for (i, s) in specs.iter().enumerate() {
+        if let Some(j) = specs[..i].iter().position(|o| o.name == s.name) {
+            return Err(ExperimentError::Duplicate {
+                name: s.name.clone(),
+                first: files[j].display().to_string(),
+                second: files[i].display().to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Find an experiment by name.

@@ -3,6 +3,7 @@
 
 use super::ExperimentError;
 use super::study_spec::StudySection;
+use crate::budget;
 use crate::sched::{self, SchedSpec};
 use serde::{Deserialize, Serialize};
 
@@ -102,10 +103,15 @@ impl ExperimentSpec {
     pub fn parse(text: &str, file: &str) -> Result<ExperimentSpec, ExperimentError> {
         let spec: ExperimentSpec = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(0, |s| line_of(text, s.start));
+            let msg = e.message().replace('\n', " ");
             ExperimentError::Parse {
                 file: file.into(),
                 line,
-                msg: e.message().replace('\n', " "),
+                // serde names the type, not the key: add the key the line sets.
+                msg: match key_at(text, line) {
+                    Some(key) if !msg.contains(&format!("`{key}`")) => format!("{key}: {msg}"),
+                    _ => msg,
+                },
             }
         })?;
         spec.check(text, file)?;
@@ -118,6 +124,7 @@ impl ExperimentSpec {
             line: key_line(text, key),
             msg,
         };
+        check_name(&self.name).map_err(|m| err("name", format!("name: {m}")))?;
         let topo = topo::resolve_machine(&self.machine)
             .map_err(|e| err("machine", format!("machine: {e}")))?;
         let sections = [
@@ -138,8 +145,9 @@ impl ExperimentSpec {
         if self.reps == 0 {
             return Err(err("reps", "reps: must be at least 1".into()));
         }
+        budget::reps("reps", f64::from(self.reps)).map_err(|e| err("reps", e.to_string()))?;
         match (&self.numa_test, &self.mix) {
-            (Some(n), _) => n.check(self, text, file),
+            (Some(n), _) => n.check(self, &topo, text, file),
             (_, Some(m)) => m.check(text, file),
             _ => Ok(()),
         }
@@ -197,7 +205,30 @@ impl ExperimentSpec {
 }
 
 impl NumaTestSection {
-    fn check(&self, e: &ExperimentSpec, text: &str, file: &str) -> Result<(), ExperimentError> {
+    fn check(
+        &self,
+        e: &ExperimentSpec,
+        topo: &topo::Topology,
+        text: &str,
+        file: &str,
+    ) -> Result<(), ExperimentError> {
+        let over = |e: budget::BudgetError| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, &e.key),
+            msg: e.to_string(),
+        };
+        for &n in &self.tasks {
+            budget::tasks("tasks", f64::from(n)).map_err(over)?;
+        }
+        // numa_test's randupdt holds two arrays of doubles and one of ints: 20 bytes per
+        // element and job (docs/WORKLOADS.md).
+        let most = self.tasks.iter().copied().max().unwrap_or(0);
+        budget::memory(
+            "problem_size",
+            20.0 * self.problem_size as f64 * f64::from(most),
+            topo.total_mem_bytes(),
+        )
+        .map_err(over)?;
         let err = |key: &str, msg: &str| ExperimentError::Parse {
             file: file.into(),
             line: key_line(text, key),
@@ -243,13 +274,76 @@ impl MixSection {
                 return Err(err(key));
             }
         }
+        let over = |e: budget::BudgetError| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, &e.key),
+            msg: e.to_string(),
+        };
+        budget::tasks("jobs", f64::from(self.jobs)).map_err(over)?;
+        budget::tasks(
+            "builds",
+            f64::from(self.builds) * f64::from(self.parallelism),
+        )
+        .map_err(over)?;
         Ok(())
+    }
+}
+
+/// An experiment's name names its output directory: lower-case letters, digits and `-`
+/// only, so that it can never be a path (`../../escaped`).
+pub(super) fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` must be 1 to 64 characters of a-z, 0-9 and `-` (it names the output directory)"
+        ))
     }
 }
 
 /// 1-based line of byte offset `at`.
 pub(super) fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+/// The dotted key (`numa_test.tasks`) that line `line` (1-based) sets, or whose multi-line
+/// value it continues; `None` outside any `key = value`.
+pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let upto = line.checked_sub(1).filter(|&i| i < lines.len())?;
+    let mut key = None;
+    let mut section = String::new();
+    for l in lines[..=upto].iter().rev() {
+        let t = l.trim_start();
+        if t.starts_with('[') {
+            section = t
+                .trim_matches(|c| c == '[' || c == ']' || c == ' ')
+                .to_string();
+            break;
+        }
+        if key.is_none() {
+            if let Some((k, _)) = t.split_once('=') {
+                let k = k.trim();
+                if !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
+                {
+                    key = Some(k.trim_matches('"').to_string());
+                }
+            }
+        }
+    }
+    let key = key?;
+    Some(if section.is_empty() {
+        key
+    } else {
+        format!("{section}.{key}")
+    })
 }
 
 /// Line where `key = ...` is set (0 if not found).

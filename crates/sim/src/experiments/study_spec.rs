@@ -4,6 +4,7 @@
 
 use super::ExperimentError;
 use super::spec::key_line;
+use crate::budget;
 use crate::sched::{self, SchedSpec};
 use crate::studies::{convergence, oltp};
 use crate::time::{MS, Ns, SEC};
@@ -145,6 +146,8 @@ impl StudySection {
         positive("numa02_loops", self.numa02_loops != Some(0))?;
         positive("sample_ms", self.sample_ms != Some(0))?;
         positive("watch_s", self.watch_s.is_none_or(|v| v > 0.0))?;
+        self.check_budget()
+            .map_err(|e| err(&e.key, format!("{}: {}", e.value, e.why)))?;
         if let Some(t) = &self.threads
             && (t.is_empty() || t.contains(&0))
         {
@@ -169,6 +172,39 @@ impl StudySection {
         }
         if self.modes.as_ref().is_some_and(Vec::is_empty) {
             return Err(err("modes", "give at least one mode".into()));
+        }
+        Ok(())
+    }
+
+    /// Work keys against [`crate::budget`]: each at most 100 times its reference size (so a
+    /// study never asks for more than a hundred reference runs' worth of simulation), task
+    /// counts and simulated durations within the engine's limits.
+    fn check_budget(&self) -> Result<(), budget::BudgetError> {
+        let hundred = |key: &str, v: Option<f64>, reference: f64| match v {
+            Some(v) => budget::at_most(key, v, 100.0 * reference, "(100 x the reference size)"),
+            None => Ok(()),
+        };
+        hundred("iterations", self.iterations, 1e9)?;
+        hundred(
+            "tx_per_thread",
+            self.tx_per_thread.map(f64::from),
+            f64::from(REF_OLTP_TX),
+        )?;
+        hundred("loops", self.loops.map(f64::from), 20.0)?;
+        hundred("numa02_loops", self.numa02_loops.map(f64::from), 2000.0)?;
+        if let Some(w) = self.watch_s {
+            budget::sim_seconds("watch_s", w)?;
+        }
+        if let Some(ms) = self.sample_ms {
+            budget::sim_seconds("sample_ms", ms as f64 / 1e3)?;
+        }
+        for &t in self.threads.iter().flatten() {
+            budget::tasks("threads", f64::from(t))?;
+        }
+        for shape in self.shapes.iter().flatten() {
+            if let Ok((p, t)) = parse_shape(shape) {
+                budget::tasks("shapes", f64::from(p) * f64::from(t))?;
+            }
         }
         Ok(())
     }

@@ -13,7 +13,17 @@ impl Kernel {
         let wl = self.workload.clone();
         let prog = &wl.programs[self.tasks[t].program];
         self.tasks[t].work = PhaseWork::None;
+        let mut steps: u64 = 0;
         loop {
+            steps += 1;
+            if steps > crate::budget::MAX_STEPS_WITHOUT_TIME {
+                self.fault.get_or_insert(super::Fault::NoProgress {
+                    program: prog.name.clone(),
+                    limit: crate::budget::MAX_STEPS_WITHOUT_TIME,
+                });
+                self.exit(s, t);
+                return;
+            }
             let pc = self.tasks[t].pc;
             let Some(phase) = prog.phases.get(pc) else {
                 self.exit(s, t);
@@ -78,6 +88,10 @@ impl Kernel {
                     exec,
                 } => {
                     for _ in 0..*count {
+                        if !self.room_for_a_task(*program) {
+                            self.exit(s, t);
+                            return;
+                        }
                         let cpu = self.tasks[t].cpu;
                         self.create(s, Some(t), *program, None, cpu, *exec);
                     }
@@ -87,6 +101,10 @@ impl Kernel {
                 Phase::Thread { program, count } => {
                     let pid = self.tasks[t].pid;
                     for _ in 0..*count {
+                        if !self.room_for_a_task(*program) {
+                            self.exit(s, t);
+                            return;
+                        }
                         let cpu = self.tasks[t].cpu;
                         self.create(s, Some(t), *program, Some(pid), cpu, false);
                     }
@@ -379,13 +397,33 @@ impl Kernel {
         let l = self.workload.launches[i].clone();
         let cpu = l.cpu.unwrap_or(0).min(self.topo.nr_cpus() - 1);
         for _ in 0..l.count {
+            if !self.room_for_a_task(l.program) {
+                return;
+            }
             let leader = self.create(s, None, l.program, None, cpu, true);
             let pid = self.tasks[leader].pid;
             for _ in 1..l.threads.max(1) {
+                if !self.room_for_a_task(l.program) {
+                    return;
+                }
                 // Further threads are cloned by the leader, where the leader was placed.
                 let at = self.tasks[leader].cpu;
                 self.create(s, Some(leader), l.program, Some(pid), at, false);
             }
         }
+    }
+
+    /// Whether one more task fits the run's budget ([`crate::budget::MAX_TASKS`]); if not, the
+    /// run is stopped with a fault naming `program`, the one asking.
+    fn room_for_a_task(&mut self, program: usize) -> bool {
+        if (self.tasks.len() as u64) < crate::budget::MAX_TASKS && self.fault.is_none() {
+            return true;
+        }
+        self.fault
+            .get_or_insert_with(|| super::Fault::TooManyTasks {
+                program: self.workload.programs[program].name.clone(),
+                limit: crate::budget::MAX_TASKS,
+            });
+        false
     }
 }

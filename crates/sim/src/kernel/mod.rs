@@ -217,6 +217,26 @@ pub struct Kernel {
     contention_fp: u64,
     rng: ChaCha8Rng,
     seq: u64,
+    /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
+    pub fault: Option<Fault>,
+}
+
+/// Why the kernel model stopped a run that would not end or would exhaust memory.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Fault {
+    #[error(
+        "program `{program}` creates more than {limit} tasks over the run (does it spawn itself?)"
+    )]
+    TooManyTasks { program: String, limit: u64 },
+    #[error(
+        "program `{program}` ran {limit} phases in a row without simulated time passing (a loop whose body takes no time?)"
+    )]
+    NoProgress { program: String, limit: u64 },
+    #[error("program `{program}`: {error}")]
+    Memory {
+        program: String,
+        error: crate::budget::BudgetError,
+    },
 }
 
 impl Kernel {
@@ -253,6 +273,17 @@ impl Kernel {
         for c in &topo.cpus {
             llc_cpus[c.llc].push(c.id);
         }
+        // A process whose regions alone exceed the machine would make the memory model
+        // allocate more page groups than the machine has: refused before anything runs.
+        let fault = workload.programs.iter().find_map(|p| {
+            let bytes: f64 = p.regions.iter().map(|r| r.bytes as f64).sum();
+            crate::budget::memory("regions", bytes, topo.total_mem_bytes())
+                .err()
+                .map(|error| Fault::Memory {
+                    program: p.name.clone(),
+                    error,
+                })
+        });
         Kernel {
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
@@ -276,6 +307,7 @@ impl Kernel {
             contention_fp: 0,
             rng: seeds.stream("workload", 0),
             seq: 0,
+            fault,
         }
     }
 

@@ -224,6 +224,9 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
                     p.name, r.name
                 )));
             }
+            // Against the machine at run time; here only what no machine could hold (1 PiB).
+            crate::budget::at_most("mib", r.mib, (1u64 << 30) as f64, "MiB")
+                .map_err(|e| invalid(format!("program `{}` region `{}`: {e}", p.name, r.name)))?;
             let policy = match &r.policy {
                 Some(s) => MemPolicy::parse(s).map_err(|e| {
                     invalid(format!("program `{}` region `{}`: {e}", p.name, r.name))
@@ -263,6 +266,11 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
                 l.program
             )));
         }
+        crate::budget::tasks(
+            "launch.count x threads",
+            f64::from(l.count) * f64::from(l.threads.max(1)),
+        )
+        .map_err(|e| invalid(format!("launch of `{}`: {e}", l.program)))?;
         launches.push(Launch {
             program: find_prog(&l.program)?,
             count: l.count,
@@ -390,6 +398,7 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
             cycles_per_msg: r.cycles_per_msg,
         });
     } else if let Some(s) = &ph.spawn {
+        crate::budget::tasks("spawn.count", f64::from(s.count)).map_err(|e| e.to_string())?;
         out.push(Phase::Spawn {
             program: (cx.find_prog)(&s.program).map_err(err)?,
             count: s.count,
@@ -399,6 +408,7 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
         if s.exec.is_some() {
             return Err("`exec` applies to `spawn`, not to `threads` (threads never exec)".into());
         }
+        crate::budget::tasks("threads.count", f64::from(s.count)).map_err(|e| e.to_string())?;
         out.push(Phase::Thread {
             program: (cx.find_prog)(&s.program).map_err(err)?,
             count: s.count,

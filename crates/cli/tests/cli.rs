@@ -6,6 +6,8 @@ mod bench;
 mod budget;
 #[path = "cli/common.rs"]
 mod common;
+#[path = "cli/docs.rs"]
+mod docs;
 #[path = "cli/experiments.rs"]
 mod experiments;
 #[path = "cli/run.rs"]

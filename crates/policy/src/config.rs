@@ -50,7 +50,7 @@ pub struct HomenodeConfig {
     /// process's *width*, the CPUs it needs at once.
     pub busy_thread_cpu: f64,
     /// A process whose width is at most this fraction of a node's CPUs is *light* and is always
-    /// packed onto one node, even a crowded one (DESIGN.md §1.5).
+    /// packed onto one node, even a crowded one (docs/ARCHITECTURE.md §1.5).
     pub pack_fraction: f64,
     /// Memory kept free on every node when deciding whether a process fits there and when
     /// moving memory there, MiB.
@@ -59,7 +59,7 @@ pub struct HomenodeConfig {
     /// exceeds `imbalance_pct` times another node's load.
     pub imbalance_pct: u32,
     /// No rebalancing while the busiest node's load is at or below this (light load: packed
-    /// processes stay packed, DESIGN.md §1.5).
+    /// processes stay packed, docs/ARCHITECTURE.md §1.5).
     pub consolidate_below: f64,
     /// An imbalance must be seen in this many consecutive decisions before a process moves.
     pub imbalance_intervals: u32,

@@ -1089,7 +1089,7 @@ mod tests {
     #[test]
     fn light_process_is_packed_heavy_one_spreads_when_crowded() {
         let t = machine("nodes=4,cpus-per-node=8,mem-gib=16");
-        // 4 threads sharing data, spread over all nodes by the kernel (DESIGN.md §1.5).
+        // 4 threads sharing data, spread over all nodes by the kernel (docs/ARCHITECTURE.md §1.5).
         let mut light = proc(&t, 7, 4.0, 4, 0, &[256 * MIB; 4]);
         light.node_runtime = vec![0.25; 4];
         let a = HomenodePolicy::default().decide(&snap(&t, 0, vec![light.clone()]));

@@ -1,4 +1,4 @@
-//! `light-load`: the test program of the 2020 NUMA imbalance discussion (DESIGN.md §1.5). One
+//! `light-load`: the test program of the 2020 NUMA imbalance discussion (docs/ARCHITECTURE.md §1.5). One
 //! process; its main thread initialises a shared struct, starts 4 threads and waits. Two
 //! threads read one field of the struct, two write the neighbouring field of the same cache
 //! line, each for a fixed number of iterations, on an otherwise idle machine.

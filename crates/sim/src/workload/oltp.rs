@@ -1,5 +1,5 @@
 //! `oltp`: a database server in the style of sysbench OLTP read/write against a thread-per-
-//! connection server (DESIGN.md §1.4's regression test for NUMA balancing).
+//! connection server (docs/ARCHITECTURE.md §1.4's regression test for NUMA balancing).
 //!
 //! One server process owns a large shared buffer cache, initialised by its main thread at
 //! start-up. It then starts one thread per client connection; each thread runs

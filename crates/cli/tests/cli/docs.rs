@@ -1,0 +1,76 @@
+//! The repository's own documentation holds together: no file refers to a design document
+//! outside the repository, and every relative link between the docs pages resolves.
+
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "target" || name.starts_with('.') || name == "results" {
+            continue;
+        }
+        if p.is_dir() {
+            walk(&p, out);
+        } else if ["rs", "md", "toml", "sh", "py", "service"]
+            .iter()
+            .any(|x| p.extension().is_some_and(|e| e == *x))
+        {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn no_reference_leaves_the_repository() {
+    // Spelled in two pieces so that this file does not match itself.
+    let outside = format!("{}{}", "DESIGN", ".md");
+    let mut files = Vec::new();
+    walk(&repo(), &mut files);
+    assert!(files.len() > 100, "walked only {} files", files.len());
+    let bad: Vec<String> = files
+        .iter()
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&outside)))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{outside} is not in the repository; cite docs/ARCHITECTURE.md: {bad:?}"
+    );
+}
+
+#[test]
+fn links_between_docs_resolve() {
+    let docs = repo().join("docs");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&docs)
+        .expect("docs")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.push(repo().join("README.md"));
+    for page in pages {
+        let text = std::fs::read_to_string(&page).expect("page");
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") || !target.ends_with(".md") {
+                continue;
+            }
+            let dir = page.parent().expect("dir");
+            assert!(
+                dir.join(target).exists(),
+                "{}: link to {target} does not resolve",
+                page.display()
+            );
+        }
+    }
+}

@@ -69,11 +69,15 @@ fn numa_tables(
     let quiet = if n.no_hackbench.is_empty() {
         String::new()
     } else {
-        let ns: Vec<String> = n.no_hackbench.iter().map(|t| t.to_string()).collect();
-        format!(
-            "N = {} ran without hackbench (H is 0 there). ",
-            ns.join(", ")
-        )
+        let ns: Vec<String> = n
+            .no_hackbench
+            .iter()
+            .map(|q| match q {
+                super::spec::Quiet::Tasks(t) => format!("N = {t}"),
+                super::spec::Quiet::Column { sched, tasks } => format!("N = {tasks} of `{sched}`"),
+            })
+            .collect();
+        format!("{} ran without hackbench (H is 0 there). ", ns.join(", "))
     };
     for &m in &n.tables {
         let _ = writeln!(md, "## {} [s], mean(stddev)\n", m.label());

@@ -45,14 +45,48 @@ fn is_zero(v: &u32) -> bool {
 pub struct NumaTestSection {
     pub tasks: Vec<u32>,
     pub problem_size: u64,
-    /// Task counts run without the hackbench disturbance.
+    /// Cells run without the hackbench disturbance: a task count (every scheduler), or one
+    /// scheduler's task count (`{ sched = "node-affine-static", tasks = 64 }`).
     #[serde(default)]
-    pub no_hackbench: Vec<u32>,
+    pub no_hackbench: Vec<Quiet>,
     /// Tables to print, one per metric, in this order.
     pub tables: Vec<Metric>,
     /// Add a table of the relative gain of every other scheduler over this one.
     #[serde(default)]
     pub gain_over: Option<String>,
+}
+
+/// A numa_test cell run without hackbench.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Quiet {
+    /// This task count, for every scheduler.
+    Tasks(u32),
+    /// This task count of this scheduler column only.
+    Column { sched: String, tasks: u32 },
+}
+
+impl Quiet {
+    pub fn tasks(&self) -> u32 {
+        match self {
+            Quiet::Tasks(t) | Quiet::Column { tasks: t, .. } => *t,
+        }
+    }
+
+    /// Whether the cell (`sched` column, `tasks`) runs without hackbench.
+    pub fn applies(&self, sched: &str, tasks: u32) -> bool {
+        match self {
+            Quiet::Tasks(t) => *t == tasks,
+            Quiet::Column { sched: s, tasks: t } => s == sched && *t == tasks,
+        }
+    }
+}
+
+impl NumaTestSection {
+    /// Whether the cell (`sched` column, `tasks`) runs without hackbench.
+    pub fn quiet(&self, sched: &str, tasks: u32) -> bool {
+        self.no_hackbench.iter().any(|q| q.applies(sched, tasks))
+    }
 }
 
 /// A figure of the numa_test summary.
@@ -240,8 +274,22 @@ impl NumaTestSection {
                 "give at least one task count, each at least 1",
             ));
         }
-        if self.no_hackbench.iter().any(|n| !self.tasks.contains(n)) {
+        if self
+            .no_hackbench
+            .iter()
+            .any(|q| !self.tasks.contains(&q.tasks()))
+        {
             return Err(err("no_hackbench", "every entry must also be in `tasks`"));
+        }
+        if let Some(Quiet::Column { sched, .. }) = self
+            .no_hackbench
+            .iter()
+            .find(|q| matches!(q, Quiet::Column { sched, .. } if !e.schedulers.contains(sched)))
+        {
+            return Err(err(
+                "no_hackbench",
+                &format!("`{sched}` is not one of `schedulers`"),
+            ));
         }
         if self.problem_size == 0 {
             return Err(err("problem_size", "must be at least 1"));

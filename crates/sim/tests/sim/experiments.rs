@@ -265,3 +265,35 @@ fn a_cut_study_says_what_was_cut() {
     assert_eq!(o.markdown.matches("### autonuma-benchmark on").count(), 2);
     assert!(o.charts.len() >= 2 * 7, "{}", o.charts.len());
 }
+
+/// Issue 16: a cell can run without hackbench in one column only (in the AzusA comparison
+/// only scheduler E's N = 64 column did); the other columns of that row keep it, and the
+/// rows not named are unchanged.
+#[test]
+fn one_column_can_run_without_hackbench() {
+    let text = TINY.replace(
+        "no_hackbench = [4]",
+        "no_hackbench = [{ sched = \"o1\", tasks = 4 }]",
+    );
+    let spec = ExperimentSpec::parse(&text, "x.toml").expect("valid");
+    let o = experiments::run(&spec, Some(1), &|| {}).expect("runs");
+    let h = |sched: &str, n: u32| {
+        o.numa_test
+            .iter()
+            .find(|c| c.scheduler == sched && c.tasks == n)
+            .expect("cell")
+            .hackbench_s
+            .mean
+    };
+    assert_eq!(h("o1", 4), 0.0);
+    assert!(h("linux-2.6-numa", 4) > 0.0);
+    assert!(h("o1", 2) > 0.0);
+    let e = parse_err(&TINY.replace(
+        "no_hackbench = [4]",
+        "no_hackbench = [{ sched = \"aa\", tasks = 4 }]",
+    ));
+    assert!(
+        e.contains("no_hackbench") && e.contains("`aa` is not one of"),
+        "{e}"
+    );
+}

@@ -4,7 +4,9 @@
 //!
 //! - `none`: balance NUMA groups like any others (spread by task count or idle CPUs).
 //! - `rfc2020`: the 2020 proposal: no NUMA-level move while the source group runs at most a
-//!   quarter of its CPUs' worth of tasks and the destination group is idle.
+//!   quarter of its CPUs' worth of tasks and the destination group is idle. It was written
+//!   against a kernel that already had the `two-tasks` rule (its diff context keeps the call
+//!   of `adjust_numa_imbalance`), so it applies on top of that rule: either one keeps tasks.
 //! - `two-tasks` (5.6): an imbalance is ignored while the busiest group runs at most 2 tasks.
 //! - `quarter` (5.11): an imbalance of at most 2 tasks is ignored while the busiest group runs
 //!   fewer tasks than a quarter of its CPUs.
@@ -72,7 +74,7 @@ impl NumaImbalance {
         match self {
             Self::None => half,
             Self::Rfc2020 if p.src_running * 4 <= p.src_weight && p.dst_running == 0 => 0,
-            Self::TwoTasks if p.src_running <= IMBALANCE_MIN => 0,
+            Self::TwoTasks | Self::Rfc2020 if p.src_running <= IMBALANCE_MIN => 0,
             Self::Quarter if half <= IMBALANCE_MIN && p.src_running < p.src_weight / 4 => 0,
             Self::ImbNumaNr if diff <= IMBALANCE_MIN && p.local_running < p.imb_numa_nr => 0,
             _ => half,
@@ -84,7 +86,10 @@ impl NumaImbalance {
     pub fn fork_stays(self, idle_diff: usize, p: Pair) -> bool {
         match self {
             Self::None => false,
-            Self::Rfc2020 => p.src_running * 4 <= p.src_weight && p.dst_running == 0,
+            Self::Rfc2020 => {
+                (p.src_running * 4 <= p.src_weight && p.dst_running == 0)
+                    || p.src_running <= IMBALANCE_MIN
+            }
             Self::TwoTasks => p.src_running <= IMBALANCE_MIN,
             // 5.11: the local group runs fewer tasks than a quarter of the NUMA domain.
             Self::Quarter => p.local_running < p.span_weight / 4,
@@ -140,6 +145,11 @@ mod tests {
         assert!(R::ImbNumaNr.fork_stays(2, pair(3, 2)));
         assert!(!R::ImbNumaNr.fork_stays(2, pair(4, 3)));
         assert!(R::Rfc2020.fork_stays(4, pair(4, 0)));
+        // The RFC patched a kernel with the two-task rule: that rule still holds under it,
+        // where the RFC's own test (destination idle) does not.
+        assert_eq!(R::Rfc2020.lb_tasks(2, pair(2, 1)), 0);
+        assert!(R::Rfc2020.fork_stays(2, pair(2, 1)));
+        assert_eq!(R::Rfc2020.lb_tasks(6, pair(3, 1)), 3);
         assert!(!R::None.fork_stays(1, pair(1, 0)));
         let e = NumaImbalance::parse("half").unwrap_err();
         assert!(

@@ -207,11 +207,11 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
     }
     if a.stats {
         let events: f64 = cells.iter().map(|c| c.events * f64::from(c.reps)).sum();
-        eprintln!(
-            "stats: {total} runs, {events:.0} events in {wall:.2} s wall ({:.2} M events/s over {} threads)",
-            events / wall / 1e6,
-            rayon::current_num_threads()
-        );
+        let simulated: f64 = cells
+            .iter()
+            .map(|c| c.elapsed_s.mean * f64::from(c.reps))
+            .sum();
+        eprintln!("{}", stats_line(total, events, simulated, wall));
     }
     Ok(())
 }
@@ -438,4 +438,35 @@ pub(crate) fn set_threads(n: usize) -> Result<()> {
         .build_global()
         .ok();
     Ok(())
+}
+
+/// The `--stats` line: what was simulated, and what it cost this process in CPU time (user +
+/// system, all threads, from `getrusage`), which unlike wall time does not depend on how much
+/// of a shared machine the run got.
+fn stats_line(runs: u64, events: f64, simulated_s: f64, wall_s: f64) -> String {
+    let (cpu_s, peak_mib) = process_cost();
+    format!(
+        "stats: {runs} runs, {events:.0} events, {simulated_s:.1} s simulated; {cpu_s:.2} CPU s \
+         ({wall_s:.2} s wall, {} worker threads), {:.2} M events per CPU second, {:.4} CPU s per \
+         simulated s, peak memory {peak_mib:.0} MiB",
+        rayon::current_num_threads(),
+        events / cpu_s.max(1e-9) / 1e6,
+        cpu_s / simulated_s.max(1e-9),
+    )
+}
+
+/// CPU seconds (user + system) this process has used, and its peak resident memory in MiB.
+pub(crate) fn process_cost() -> (f64, f64) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+            // ru_maxrss is in KiB on Linux.
+            (
+                tv(u.user_time()) + tv(u.system_time()),
+                u.max_rss() as f64 / 1024.0,
+            )
+        }
+        Err(_) => (0.0, 0.0),
+    }
 }

@@ -10,7 +10,7 @@
 //! | 3 | configured exclusions: PID, command name, user (real or effective UID), cgroup path prefix | `ExcludedPid`, `ExcludedComm`, `ExcludedUser`, `ExcludedCgroup` |
 //! | 4 | an include list is configured and the process matches none of it | `NotIncluded` |
 //! | 5 | any thread real-time (`SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`) | `RealTime` |
-//! | 6 | pinned by someone else: its affinity (or any sampled thread's) leaves out CPUs its cpuset allows; or, once homenode set a mask, the mask is no longer homenode's | `PinnedByOther` |
+//! | 6 | pinned by someone else: its affinity (or any sampled thread's) leaves out CPUs its cpuset allows; or, once homenode set a mask, the mask is no longer homenode's and does not cover every allowed CPU (a mask widened to all of them is not a pin: [`widened`]) | `PinnedByOther` |
 //! | 7 | a memory policy other than `default` in `numa_maps` (`bind`, `prefer`, `interleave`, `local`, ...) | `ForeignMemPolicy` |
 //! | 8 | confined by its cpuset to fewer nodes than the machine has (CPUs or memory) | `CpusetConfined` (unless [`Confined::ManageWithin`]) |
 //!
@@ -379,12 +379,23 @@ pub fn allowed_cpus(p: &ProcessSample, machine: &Machine) -> CpuSet {
 }
 
 /// Whether `mask` was narrowed by someone: it lacks a CPU of `allowed` (before homenode acted),
-/// or differs from `applied` (after).
+/// or differs from `applied` (after) without covering every allowed CPU. A thread that sets
+/// its own mask to all the CPUs it may use (as `perf bench numa` workers do at start) asks for
+/// nothing in particular: that is not a pin ([`widened`]).
 pub fn is_pinned(mask: &CpuSet, allowed: &CpuSet, applied: Option<&CpuSet>) -> bool {
     match applied {
-        Some(a) => mask != a,
+        Some(a) => mask != a && !allowed.is_subset(mask),
         None => !allowed.is_subset(mask),
     }
+}
+
+/// After homenode set `applied`, whether some thread of `p` widened its mask again to every CPU
+/// it may use (the daemon then puts it back home).
+pub fn widened(p: &ProcessSample, machine: &Machine, applied: &CpuSet) -> bool {
+    let allowed = allowed_cpus(p, machine);
+    std::iter::once(&p.cpus_allowed)
+        .chain(p.threads.iter().filter_map(|t| t.cpus_allowed.as_ref()))
+        .any(|m| m != applied && allowed.is_subset(m))
 }
 
 /// The first pinned task: the main thread's mask (`Cpus_allowed_list`), then each sampled
@@ -619,6 +630,26 @@ mod tests {
         assert!(check(&p, Some(&ours), &machine(), &r).is_manage());
         // Someone changed it after homenode did.
         p.cpus_allowed = set("2");
+        assert!(matches!(
+            check(&p, Some(&ours), &machine(), &r),
+            Verdict::Leave(Reason::PinnedByOther { .. })
+        ));
+    }
+
+    /// Issue 11: `perf bench numa` workers set their own affinity to every CPU; that is not
+    /// someone pinning them, and the daemon homes them again.
+    #[test]
+    fn a_mask_widened_to_all_allowed_cpus_is_not_a_pin() {
+        let r = Rules::default();
+        let ours = set("0-3");
+        let mut p = proc(100);
+        p.cpus_allowed = set("0-7");
+        assert!(check(&p, Some(&ours), &machine(), &r).is_manage());
+        assert!(widened(&p, &machine(), &ours));
+        p.cpus_allowed = ours.clone();
+        assert!(!widened(&p, &machine(), &ours));
+        // Narrowed to fewer than all: still a pin.
+        p.cpus_allowed = set("0-5");
         assert!(matches!(
             check(&p, Some(&ours), &machine(), &r),
             Verdict::Leave(Reason::PinnedByOther { .. })

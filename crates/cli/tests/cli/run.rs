@@ -378,3 +378,39 @@ fn shipped_config_file_is_valid() {
     let out = ok(&["run", "--config", p, "--print-config"]);
     assert!(out.contains("policy = \"homenode\""), "{out}");
 }
+
+/// Issue 11: a process whose thread sets its mask back to every CPU it may use (as `perf bench
+/// numa` workers do) is not "pinned by someone else": it is homed again and kept.
+#[test]
+fn a_process_that_widens_its_own_mask_is_homed_again() {
+    if !can_run() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("widen");
+    let procs = Procs(vec![busy(None)]);
+    let w = procs.0[0].id();
+    let all = mask(w);
+    let d = Procs(vec![daemon(&dir, &[w], &[])]);
+    wait_for("the worker homed", 30, || mask(w) != all);
+    // The worker (here: on its behalf) widens its mask to everything it may use.
+    let st = Command::new("taskset")
+        .args(["-a", "-p", "-c", &all, &w.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset");
+    assert!(st.success());
+    wait_for("the worker homed again", 30, || mask(w) != all);
+    let sock = dir.join("s/homenode.sock");
+    let json = ok(&["status", "--json", "--socket", &sock.to_string_lossy()]);
+    assert!(!json.contains("pinned by someone else"), "{json}");
+    let mut d = d;
+    sigterm(&d.0[0]);
+    let (st, err) = d.0[0].wait_with_output_ref();
+    assert!(st.success(), "daemon exit {st:?}: {err}");
+    assert!(
+        err.contains("set its mask to all its CPUs (not a pin): homed again"),
+        "{err}"
+    );
+    drop(procs);
+}

@@ -129,6 +129,8 @@ pub struct Daemon {
     counted: BTreeSet<ProcessKey>,
     /// Files whose read error was logged already.
     warned: BTreeSet<PathBuf>,
+    /// How many times each homed process widened its own mask again (see `rehome_widened`).
+    widenings: BTreeMap<ProcessKey, u32>,
     prev_cpustat: Option<Vec<CpuTimes>>,
     prev_vmstat: Option<crate::procfs::NumaCounters>,
     started: Instant,
@@ -183,6 +185,7 @@ impl Daemon {
             last: BTreeMap::new(),
             counted: BTreeSet::new(),
             warned: BTreeSet::new(),
+            widenings: BTreeMap::new(),
             prev_cpustat: None,
             prev_vmstat: None,
             started: Instant::now(),
@@ -318,6 +321,7 @@ impl Daemon {
         };
         self.forget_exited(&sample);
         self.release_taken_over(&cands, &mut report);
+        self.rehome_widened(&cands);
         self.count_skipped(&cands);
         let nodes = snapshot::nodes(&self.host, &free, idle.as_deref());
         let mut views: Vec<_> = cands.iter().map(|c| c.view.clone()).collect();
@@ -446,9 +450,42 @@ impl Daemon {
         self.never.retain(|k, _| alive.contains(k));
         self.last.retain(|k, _| alive.contains(k));
         self.counted.retain(|k| alive.contains(k));
+        self.widenings.retain(|k, _| alive.contains(k));
         if changed && !self.cfg.dry_run {
             if let Err(e) = self.journal.store(&self.cfg.journal) {
                 tracing::warn!("{e}");
+            }
+        }
+    }
+
+    /// A homed process one of whose threads set its own mask back to every CPU it may use
+    /// (a library resetting affinity at start, `perf bench numa` workers) asked for no CPU in
+    /// particular: its home is forgotten, so this interval's decision gives it one again and
+    /// the mask is set on every thread. A process that keeps doing it is left alone after
+    /// [`MAX_WIDENINGS`] times, rather than fought every interval.
+    fn rehome_widened(&mut self, cands: &[snapshot::Candidate]) {
+        for c in cands.iter().filter(|c| c.widened) {
+            let n = self.widenings.entry(c.key).or_insert(0);
+            *n += 1;
+            let comm = crate::text::escape_control(&c.view.comm);
+            if *n > MAX_WIDENINGS {
+                tracing::info!(
+                    target: "homenode::decision",
+                    "pid {} ({comm}): widened its own mask {MAX_WIDENINGS} times after being homed: left alone",
+                    c.key.pid
+                );
+                self.never.insert(
+                    c.key,
+                    "keeps widening its own mask after being homed".into(),
+                );
+                self.release(c.key);
+            } else {
+                tracing::info!(
+                    target: "homenode::decision",
+                    "pid {} ({comm}): a thread set its mask to all its CPUs (not a pin): homed again",
+                    c.key.pid
+                );
+                self.homes.remove(&c.key);
             }
         }
     }
@@ -803,6 +840,9 @@ pub fn run_reloading(
     }
     Ok(summary)
 }
+
+/// Times a homed process may widen its own mask again before it is left alone.
+pub const MAX_WIDENINGS: u32 = 3;
 
 /// Failed intervals in a row after which the daemon restores and stops.
 pub const MAX_FAILED_INTERVALS: u32 = 10;

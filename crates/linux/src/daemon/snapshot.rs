@@ -33,6 +33,8 @@ pub struct Candidate {
     pub key: ProcessKey,
     pub view: ProcessView,
     pub verdict: Verdict,
+    /// Homed, and some thread has since set its own mask to every CPU it may use.
+    pub widened: bool,
 }
 
 /// What the mechanism knows about its own past actions, for the snapshot.
@@ -80,6 +82,8 @@ fn candidate(
         None
     };
     let verdict = exclude::check(p, applied, &host.machine, rules);
+    let widened =
+        verdict.is_manage() && applied.is_some_and(|m| exclude::widened(p, &host.machine, m));
     let mut view = ProcessView::new(t, p.pid);
     view.start_time = p.starttime;
     view.comm = p.comm.clone();
@@ -135,7 +139,12 @@ fn candidate(
         faults_by_node: Vec::new(),
         pages_migrated: 0,
     });
-    Candidate { key, view, verdict }
+    Candidate {
+        key,
+        view,
+        verdict,
+        widened,
+    }
 }
 
 /// The node where most threads last ran (ties: the lower node), else the main thread's.

@@ -144,51 +144,42 @@ fn workload(dir: &str, phases: &str, count: &str) -> String {
 
 #[test]
 fn workload_files_over_budget_or_without_progress() {
-    let f = workload(
-        "budget-wl-count",
-        "{ compute = { cycles = 1e6 } }",
-        "1000000000",
-    );
-    fails_with(
-        &["sim", "workload", &f, "--sched", "o1"],
-        &["launch of `w`", "limit of 65536 tasks"],
-    );
-    let f = workload(
-        "budget-wl-spawn",
-        "{ spawn = { program = \"w\", count = 4294967295 } }",
-        "1",
-    );
-    fails_with(
-        &["sim", "workload", &f, "--sched", "o1"],
-        &["`spawn.count` = 4294967295"],
-    );
-    let f = workload(
-        "budget-wl-empty",
-        "{ loop = { count = 4294967295, body = [] } }",
-        "1",
-    );
-    fails_with(
-        &["sim", "workload", &f, "--sched", "o1"],
-        &["program `w`", "without simulated time passing"],
-    );
-    let f = workload(
-        "budget-wl-zero",
-        "{ loop = { count = 4294967295, body = [{ compute = { cycles = 0 } }] } }",
-        "1",
-    );
-    fails_with(
-        &["sim", "workload", &f, "--sched", "o1"],
-        &["program `w`", "without simulated time passing"],
-    );
-    let f = workload(
-        "budget-wl-self",
-        "{ spawn = { program = \"w\", count = 2 } }, { compute = { cycles = 1e6 } }",
-        "1",
-    );
-    fails_with(
-        &["sim", "workload", &f, "--sched", "o1"],
-        &["program `w` creates more than 131072 tasks"],
-    );
+    let no_progress: &[&str] = &["program `w`", "without simulated time passing"];
+    for (dir, phases, count, want) in [
+        (
+            "budget-wl-count",
+            "{ compute = { cycles = 1e6 } }",
+            "1000000000",
+            &["launch of `w`", "limit of 65536 tasks"][..],
+        ),
+        (
+            "budget-wl-spawn",
+            "{ spawn = { program = \"w\", count = 4294967295 } }",
+            "1",
+            &["`spawn.count` = 4294967295"][..],
+        ),
+        (
+            "budget-wl-empty",
+            "{ loop = { count = 4294967295, body = [] } }",
+            "1",
+            no_progress,
+        ),
+        (
+            "budget-wl-zero",
+            "{ loop = { count = 4294967295, body = [{ compute = { cycles = 0 } }] } }",
+            "1",
+            no_progress,
+        ),
+        (
+            "budget-wl-self",
+            "{ spawn = { program = \"w\", count = 2 } }, { compute = { cycles = 1e6 } }",
+            "1",
+            &["program `w` creates more than 131072 tasks"][..],
+        ),
+    ] {
+        let f = workload(dir, phases, count);
+        fails_with(&["sim", "workload", &f, "--sched", "o1"], want);
+    }
     let big = WL
         .replace("PHASES", "{ touch = \"r\" }")
         .replace("COUNT", "1")

@@ -18,6 +18,7 @@ mod study_report;
 pub mod study_spec;
 mod studyrun;
 mod svg;
+pub mod sweep;
 
 pub use mixrun::{BuildTimes, MixCell};
 pub use spec::{ExperimentSpec, Metric};
@@ -160,6 +161,9 @@ pub struct Outcome {
     pub mix: Vec<MixCell>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub study: Option<StudyResults>,
+    /// Sensitivity sweeps, in the file's order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<sweep::SweepResult>,
     /// Markdown report.
     #[serde(skip)]
     pub markdown: String,
@@ -208,12 +212,17 @@ pub fn run(
         numa_test: Vec::new(),
         mix: Vec::new(),
         study: None,
+        sweeps: Vec::new(),
         markdown: String::new(),
         charts: Vec::new(),
         spec: spec.clone(),
     };
     if let Some(n) = &spec.numa_test {
         out.numa_test = numa::run(&spec, n, &topo, tick).map_err(fail)?;
+        for w in &spec.sweep {
+            out.sweeps
+                .push(w.run(n, spec.seed, &topo, tick).map_err(fail)?);
+        }
     } else if let Some(m) = &spec.mix {
         out.mix = mixrun::run(&spec, m, &topo, tick).map_err(fail)?;
     } else if let Some(s) = &spec.study {

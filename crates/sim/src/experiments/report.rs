@@ -35,6 +35,9 @@ pub fn write(o: &Outcome, topo: &Topology) -> (String, Vec<(String, String)>) {
     let mut charts = Vec::new();
     if let Some(n) = &e.numa_test {
         numa_tables(&mut md, &mut charts, o, n, topo);
+        for r in &o.sweeps {
+            sweep_table(&mut md, r);
+        }
     } else {
         mix_table(&mut md, &mut charts, &o.mix, topo);
     }
@@ -112,6 +115,43 @@ fn numa_tables(
     if let Some(base) = &n.gain_over {
         gain_table(md, o, n, base, &scheds, &assume);
     }
+}
+
+/// One sensitivity sweep: rows the option's values, columns the task counts.
+fn sweep_table(md: &mut String, r: &super::sweep::SweepResult) {
+    let w = &r.sweep;
+    let _ = writeln!(
+        md,
+        "## Sensitivity: `{}` of `{}`, {} [s], mean(stddev) over {} repetitions\n\n{}\n",
+        w.option,
+        w.scheduler,
+        w.metric.label(),
+        w.reps,
+        w.why.trim()
+    );
+    let cols: Vec<String> = w.tasks.iter().map(|t| format!("N = {t}")).collect();
+    let _ = write!(md, "| {} |", w.option);
+    for c in &cols {
+        let _ = write!(md, " {c} |");
+    }
+    let _ = write!(md, "\n| --- |");
+    for _ in &cols {
+        md.push_str(" --- |");
+    }
+    md.push('\n');
+    for (value, cells) in &r.rows {
+        let _ = write!(md, "| `{value}` |");
+        for &t in &w.tasks {
+            match cells.iter().find(|c| c.tasks == t) {
+                Some(c) => {
+                    let _ = write!(md, " {} |", metric_of(c, w.metric));
+                }
+                None => md.push_str(" - |"),
+            }
+        }
+        md.push('\n');
+    }
+    md.push('\n');
 }
 
 fn header_row(md: &mut String, first: &str, cols: &[String]) {

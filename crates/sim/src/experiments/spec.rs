@@ -29,6 +29,9 @@ pub struct ExperimentSpec {
     pub mix: Option<MixSection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub study: Option<StudySection>,
+    /// Sensitivity sweeps of assumptions without a source (numa_test experiments).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<super::sweep::Sweep>,
 }
 
 fn default_seed() -> u64 {
@@ -180,6 +183,16 @@ impl ExperimentSpec {
             return Err(err("reps", "reps: must be at least 1".into()));
         }
         budget::reps("reps", f64::from(self.reps)).map_err(|e| err("reps", e.to_string()))?;
+        if !self.sweep.is_empty() && self.numa_test.is_none() {
+            return Err(err(
+                "sweep",
+                "sweep: only numa_test experiments take sweeps".into(),
+            ));
+        }
+        for (i, w) in self.sweep.iter().enumerate() {
+            w.check(&self.schedulers, &topo)
+                .map_err(|m| err("sweep", format!("sweep {}: {m}", i + 1)))?;
+        }
         match (&self.numa_test, &self.mix) {
             (Some(n), _) => n.check(self, &topo, text, file),
             (_, Some(m)) => m.check(text, file),

@@ -297,3 +297,31 @@ fn one_column_can_run_without_hackbench() {
         "{e}"
     );
 }
+
+/// Issue 16: sensitivity sweeps. The row of the default value reproduces the column's own
+/// cell (same spec, same seeds); a sweep of a column that does not exist is refused.
+#[test]
+fn a_sweep_row_at_the_default_reproduces_its_column() {
+    let text = format!(
+        "{TINY}\n[[sweep]]\nscheduler = \"o1\"\noption = \"cache_decay\"\nvalues = [\"10ms\", \"1ms\"]\ntasks = [2]\nreps = 2\nmetric = \"elapsed_time\"\nwhy = \"an assumption\"\n"
+    );
+    let spec = ExperimentSpec::parse(&text, "x.toml").expect("valid");
+    let o = experiments::run(&spec, None, &|| {}).expect("runs");
+    let own = o
+        .numa_test
+        .iter()
+        .find(|c| c.scheduler == "o1" && c.tasks == 2)
+        .expect("cell");
+    let r = &o.sweeps[0];
+    assert_eq!(r.rows.len(), 2);
+    assert_eq!(r.rows[0].1[0].elapsed_s, own.elapsed_s);
+    assert!(o.markdown.contains("## Sensitivity: `cache_decay` of `o1`"));
+    assert!(o.json().contains("\"sweeps\""));
+    let e = parse_err(&text.replace("scheduler = \"o1\"", "scheduler = \"aa\""));
+    assert!(
+        e.contains("sweep 1: `aa` is not one of `schedulers`"),
+        "{e}"
+    );
+    let e = parse_err(&text.replace("values = [\"10ms\", \"1ms\"]", "values = [\"soon\"]"));
+    assert!(e.contains("sweep 1: cache_decay = soon"), "{e}");
+}

@@ -1,0 +1,125 @@
+//! Sensitivity sweeps: an assumption without a source that decides a result is re-run at
+//! other values, so that a reader sees how much the conclusion depends on it. A sweep names
+//! one scheduler column, one option, the values to try and the task counts; each value runs
+//! as that column with the option replaced, on the experiment's own numa_test and seeds (so
+//! the row of the default value reproduces the column's own figures).
+//!
+//! ```toml
+//! [[sweep]]
+//! scheduler = "node-affine-static"
+//! option = "pool_delay_busy"
+//! values = ["0", "100ms", "200ms", "400ms"]
+//! tasks = [16, 64]
+//! reps = 3
+//! metric = "elapsed_time"
+//! why = "no source gives the busy steal delay of the node-affine scheduler"
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::{Metric, NumaTestSection};
+use crate::numa_test::{CellSummary, Matrix, run_matrix};
+use crate::sched::{self, SchedSpec};
+use crate::workload::NumaTestParams;
+use std::sync::Arc;
+use topo::Topology;
+
+/// One sweep of an experiment file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// The column (one of `schedulers`, as written there).
+    pub scheduler: String,
+    pub option: String,
+    pub values: Vec<String>,
+    pub tasks: Vec<u32>,
+    pub reps: u32,
+    pub metric: Metric,
+    /// Why the value is uncertain (printed with the table).
+    pub why: String,
+}
+
+/// A sweep's results: one row of cells per value.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepResult {
+    pub sweep: Sweep,
+    pub rows: Vec<(String, Vec<CellSummary>)>,
+}
+
+impl Sweep {
+    /// The column's spec with `option` set to `value`.
+    pub fn spec_for(&self, value: &str) -> Result<SchedSpec, String> {
+        let mut s = SchedSpec::parse(&self.scheduler)?;
+        s.options.retain(|(k, _)| k != &self.option);
+        s.options.push((self.option.clone(), value.to_string()));
+        Ok(s)
+    }
+
+    /// Checks the sweep against the experiment's columns and the machine; a message naming
+    /// what is wrong.
+    pub fn check(&self, schedulers: &[String], topo: &Topology) -> Result<(), String> {
+        if !schedulers.contains(&self.scheduler) {
+            return Err(format!("`{}` is not one of `schedulers`", self.scheduler));
+        }
+        if self.values.is_empty() || self.tasks.is_empty() || self.tasks.contains(&0) {
+            return Err("give at least one value and one task count of at least 1".into());
+        }
+        if self.reps == 0 {
+            return Err("reps must be at least 1".into());
+        }
+        crate::budget::reps("reps", f64::from(self.reps)).map_err(|e| e.to_string())?;
+        for &t in &self.tasks {
+            crate::budget::tasks("tasks", f64::from(t)).map_err(|e| e.to_string())?;
+        }
+        for v in &self.values {
+            let s = self.spec_for(v)?;
+            sched::build(&s, topo).map_err(|e| format!("{} = {v}: {e}", self.option))?;
+        }
+        Ok(())
+    }
+
+    /// Runs every value on the experiment's numa_test (with hackbench, as the table's cells
+    /// ran, unless the section runs the cell without it).
+    pub fn run(
+        &self,
+        n: &NumaTestSection,
+        seed: u64,
+        topo: &Arc<Topology>,
+        tick: &(dyn Fn() + Sync),
+    ) -> Result<SweepResult, String> {
+        let mut rows = Vec::new();
+        for v in &self.values {
+            let spec = self.spec_for(v)?;
+            let mut cells = Vec::new();
+            for disturb in [true, false] {
+                let tasks: Vec<u32> = self
+                    .tasks
+                    .iter()
+                    .copied()
+                    .filter(|&t| n.quiet(&self.scheduler, t) != disturb)
+                    .collect();
+                if tasks.is_empty() {
+                    continue;
+                }
+                let m = Matrix {
+                    scheds: vec![spec.clone()],
+                    tasks,
+                    reps: self.reps,
+                    seed,
+                    params: NumaTestParams {
+                        problem_size: n.problem_size,
+                        disturb,
+                        ..Default::default()
+                    },
+                };
+                cells.extend(run_matrix(topo, &m, tick)?);
+            }
+            cells.sort_by_key(|c| self.tasks.iter().position(|&t| t == c.tasks));
+            rows.push((v.clone(), cells));
+        }
+        Ok(SweepResult {
+            sweep: self.clone(),
+            rows,
+        })
+    }
+}

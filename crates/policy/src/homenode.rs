@@ -73,6 +73,8 @@ struct Model {
     cpus: Vec<f64>,
     /// Load in CPUs.
     load: Vec<f64>,
+    /// Of which: the demand of the processes homed on the node (split over a home set).
+    homed: Vec<f64>,
     /// Free bytes minus memory already on its way there.
     free: Vec<i64>,
 }
@@ -103,6 +105,7 @@ impl Model {
         let mut model = Model {
             cpus,
             load,
+            homed: vec![0.0; m.n],
             free: m.free.iter().map(|&f| f as i64).collect(),
         };
         for (p, h) in procs.iter().zip(homes) {
@@ -127,7 +130,9 @@ impl Model {
                     };
                     // A homed process counts what it needs there (busy threads a CPU each),
                     // not only what it managed to use where it ran.
-                    self.load[n] += sign * p.cpu.max(f64::from(p.width)) * w;
+                    let need = sign * p.cpu.max(f64::from(p.width)) * w;
+                    self.load[n] += need;
+                    self.homed[n] = (self.homed[n] + need).max(0.0);
                 }
                 for r in 0..self.load.len() {
                     if !h.contains(&r) && p.bytes[r] > 0 {
@@ -309,6 +314,23 @@ impl HomenodePolicy {
                     || a * 100.0 <= f64::from(cfg.imbalance_pct) * least + EPS
             })
             .collect();
+        // Of `nodes` (when none has room), those whose homed demand per CPU would be less
+        // than one more of this process above the least once it is added. Only homes count:
+        // on saturated nodes measured busy time stops at the node's CPUs, so it cannot say
+        // who is squeezed where, and a relative rule on it lets a 2-CPU node take a third job
+        // (125% of a busy node is a whole job). What homenode placed, it knows.
+        let homed_after = |x: NodeId| (model.homed[x] + demand) / model.cpus[x].max(EPS);
+        let evenest_among = |nodes: &[NodeId]| -> Vec<NodeId> {
+            let least = nodes
+                .iter()
+                .map(|&x| homed_after(x))
+                .fold(f64::INFINITY, f64::min);
+            nodes
+                .iter()
+                .copied()
+                .filter(|&x| homed_after(x) - least < demand / model.cpus[x].max(EPS) - EPS)
+                .collect()
+        };
         let ok = |x: NodeId| room(x) && (balanced.is_empty() || balanced.contains(&x));
 
         // 1. Where the memory is, if there is room.
@@ -373,10 +395,13 @@ impl HomenodePolicy {
                 ),
             });
         }
-        // 2b. A light process is packed onto one node even when every node is crowded.
+        // 2b. A light process is packed onto one node even when every node is crowded; homes
+        // still stay even among the nodes it fits (a saturated machine is where stacking homes
+        // on the node nearest the memory hurts most), nearness to its memory deciding ties.
         let fitting: Vec<NodeId> = allowed.iter().copied().filter(|&x| fits(x)).collect();
+        let fitting_balanced = evenest_among(&fitting);
         if light {
-            if let Some(x) = best_of(&fitting) {
+            if let Some(x) = best_of(&fitting_balanced) {
                 return Some(HomeChoice {
                     nodes: vec![x],
                     reason: format!(
@@ -413,7 +438,7 @@ impl HomenodePolicy {
             }
         }
         if !done {
-            if let Some(x) = best_of(&fitting) {
+            if let Some(x) = best_of(&fitting_balanced) {
                 return Some(HomeChoice {
                     nodes: vec![x],
                     reason: format!(
@@ -1192,6 +1217,49 @@ mod tests {
         let mut nodes: Vec<NodeId> = homes(&a).iter().map(|(_, h)| h[0]).collect();
         nodes.sort_unstable();
         assert_eq!(nodes, vec![0, 1, 2, 3], "{a:#?}");
+    }
+
+    /// Issue 11, from the VM rig: eight CPU-bound jobs on 4 nodes of 2 CPUs while a burst of
+    /// message-passing threads keeps every node busy, three jobs' memory on node 0 and the
+    /// others' on their own nodes. No node has room, and the "scores best" choice used to
+    /// skip the balance rule: node 0 (nearest to the memory) took three jobs while other
+    /// nodes got fewer. The homes must stay balanced: jobs per node differ by at most one.
+    #[test]
+    fn homes_stay_balanced_when_no_node_has_room() {
+        let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+        let mut burst = proc(&t, 99, 6.0, 80, 0, &[0, 0, 0, 0]);
+        burst.leave_alone = true;
+        burst.node_runtime = vec![0.25; 4];
+        let mem = |n: usize| {
+            let mut v = vec![0u64; 4];
+            v[n] = 20 * MIB;
+            v
+        };
+        let mut procs: Vec<ProcessView> = [0, 0, 0, 1, 1, 2, 3, 3]
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| proc(&t, i as u32 + 1, 0.5, 1, n, &mem(n)))
+            .collect();
+        procs.push(burst);
+        let cfg = HomenodeConfig {
+            min_rss_mib: 16,
+            max_new_homes_per_interval: 8,
+            ..Default::default()
+        };
+        let mut pol = HomenodePolicy::new(cfg).expect("config");
+        let a = pol.decide(&snap(&t, 0, procs));
+        let h = homes(&a);
+        assert_eq!(h.len(), 8, "{a:#?}");
+        let mut per_node = [0usize; 4];
+        for (_, nodes) in &h {
+            assert_eq!(nodes.len(), 1, "{a:#?}");
+            per_node[nodes[0]] += 1;
+        }
+        let (lo, hi) = (per_node.iter().min(), per_node.iter().max());
+        assert!(
+            hi.zip(lo).is_some_and(|(h, l)| h - l <= 1),
+            "jobs per node {per_node:?}: {a:#?}"
+        );
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub const POLICIES: &[(&str, &str)] = &[
 /// Why a policy could not be built.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum PolicyError {
-    #[error("unknown placement policy `{name}` (known: none, homenode, numad)")]
+    #[error("unknown placement policy `{name}` (known: {})", POLICIES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
     Unknown { name: String },
     #[error(transparent)]
     Config(#[from] ConfigError),

@@ -88,7 +88,7 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     #[error("placement policy: {0}")]
-    Policy(String),
+    Policy(#[from] policy::PolicyError),
     /// Too many intervals failed in a row (or one panicked): everything was restored and the
     /// daemon stopped. Reported as a failure, so that a service manager sees one.
     #[error(
@@ -157,8 +157,7 @@ impl Daemon {
     pub fn start(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
         cfg.validate("configuration")?;
         let host = Arc::new(Host::read(&cfg.root, cfg.fake_numa)?);
-        let policy = policy::build(&cfg.policy, &cfg.placement)
-            .map_err(|e| DaemonError::Policy(e.to_string()))?;
+        let policy = policy::build(&cfg.policy, &cfg.placement).map_err(DaemonError::Policy)?;
         let (lock, journal) = if cfg.dry_run {
             (None, Journal::new())
         } else {

@@ -56,8 +56,8 @@ impl Daemon {
         new.fake_numa = old.fake_numa;
         new.dry_run = old.dry_run;
         if new.policy != old.policy || new.placement != old.placement {
-            self.policy = policy::build(&new.policy, &new.placement)
-                .map_err(|e| DaemonError::Policy(e.to_string()))?;
+            self.policy =
+                policy::build(&new.policy, &new.placement).map_err(DaemonError::Policy)?;
         }
         self.actuator.memory = new.memory.clone();
         if let Ok(mut s) = self.status.lock() {

@@ -18,9 +18,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::spec::{Metric, NumaTestSection};
-use crate::numa_test::{CellSummary, Matrix, run_matrix};
+use crate::numa_test::CellSummary;
 use crate::sched::{self, SchedSpec};
-use crate::workload::NumaTestParams;
 use std::sync::Arc;
 use topo::Topology;
 
@@ -90,30 +89,16 @@ impl Sweep {
         let mut rows = Vec::new();
         for v in &self.values {
             let spec = self.spec_for(v)?;
-            let mut cells = Vec::new();
-            for disturb in [true, false] {
-                let tasks: Vec<u32> = self
-                    .tasks
-                    .iter()
-                    .copied()
-                    .filter(|&t| n.quiet(&self.scheduler, t) != disturb)
-                    .collect();
-                if tasks.is_empty() {
-                    continue;
-                }
-                let m = Matrix {
-                    scheds: vec![spec.clone()],
-                    tasks,
-                    reps: self.reps,
-                    seed,
-                    params: NumaTestParams {
-                        problem_size: n.problem_size,
-                        disturb,
-                        ..Default::default()
-                    },
-                };
-                cells.extend(run_matrix(topo, &m, tick)?);
-            }
+            let mut cells = super::numa::run_column(
+                n,
+                &self.scheduler,
+                &spec,
+                &self.tasks,
+                self.reps,
+                seed,
+                topo,
+                tick,
+            )?;
             cells.sort_by_key(|c| self.tasks.iter().position(|&t| t == c.tasks));
             rows.push((v.clone(), cells));
         }

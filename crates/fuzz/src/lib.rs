@@ -236,6 +236,16 @@ mod tests {
         }
     }
 
+    /// The entry the cargo-fuzz targets use: every text target by name, tree targets not.
+    #[test]
+    fn cargo_fuzz_entry_runs_text_targets_by_name() {
+        for t in TARGETS {
+            let text = matches!(t.kind, targets::Kind::Text { .. } | targets::Kind::Made { .. });
+            assert_eq!(targets::run_text(t.name, b"x = 1\n"), text, "{}", t.name);
+        }
+        assert!(!targets::run_text("no-such-target", b""));
+    }
+
     #[test]
     fn a_panicking_parser_is_caught_and_reported() {
         silence_panics();

@@ -246,6 +246,18 @@ pub const TARGETS: &[Target] = &[
     },
 ];
 
+/// Runs the text target `name` on `data` (for coverage-guided fuzzers such as cargo-fuzz,
+/// which bring their own inputs); `false` when `name` is not a text target.
+pub fn run_text(name: &str, data: &[u8]) -> bool {
+    match find(name).map(|t| &t.kind) {
+        Some(Kind::Text { parse, .. } | Kind::Made { parse, .. }) => {
+            parse(data);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The target called `name`.
 pub fn find(name: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| t.name == name)

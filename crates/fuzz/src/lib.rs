@@ -240,7 +240,10 @@ mod tests {
     #[test]
     fn cargo_fuzz_entry_runs_text_targets_by_name() {
         for t in TARGETS {
-            let text = matches!(t.kind, targets::Kind::Text { .. } | targets::Kind::Made { .. });
+            let text = matches!(
+                t.kind,
+                targets::Kind::Text { .. } | targets::Kind::Made { .. }
+            );
             assert_eq!(targets::run_text(t.name, b"x = 1\n"), text, "{}", t.name);
         }
         assert!(!targets::run_text("no-such-target", b""));

@@ -391,7 +391,14 @@ fn a_process_that_widens_its_own_mask_is_homed_again() {
     let procs = Procs(vec![busy(None)]);
     let w = procs.0[0].id();
     let all = mask(w);
-    let d = Procs(vec![daemon(&dir, &[w], &[])]);
+    // One busy thread on a node of one CPU has no room once anything else runs there (the
+    // daemon itself, other tests on a loaded machine), and would then be homed on both nodes,
+    // which is the mask it has: packing it as light keeps every home to one node.
+    let d = Procs(vec![daemon(
+        &dir,
+        &[w],
+        &["--set", "placement.homenode.pack_fraction=1"],
+    )]);
     wait_for("the worker homed", 30, || mask(w) != all);
     // The worker (here: on its behalf) widens its mask to everything it may use.
     let st = Command::new("taskset")

@@ -339,10 +339,11 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     }
     let c = &r.counters;
     outln!(
-        "context switches {}, wakeups {}, preemptions {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
+        "context switches {}, wakeups {}, preemptions {}, starvation expiries {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
         c.context_switches,
         c.wakeups,
         c.preemptions,
+        c.starvation_expiries,
         c.migrations,
         c.node_migrations,
         c.refused[0],

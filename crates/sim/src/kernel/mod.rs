@@ -45,6 +45,10 @@ pub struct KernelParams {
     pub tick: Ns,
     /// Granularity of memory placement, bytes.
     pub page_group_bytes: u64,
+    /// The O(1) scheduler's starvation limit (`STARVATION_LIMIT`): once the first task of
+    /// the expired array has waited this long times the runqueue's length (plus a tick), an
+    /// interactive task whose slice runs out goes to the expired array too. 0: no limit.
+    pub starvation_limit: Ns,
 }
 
 impl Default for KernelParams {
@@ -55,6 +59,7 @@ impl Default for KernelParams {
             cache_decay: 10 * MS,
             tick: MS,
             page_group_bytes: 2 << 20,
+            starvation_limit: 0,
         }
     }
 }
@@ -81,6 +86,9 @@ pub struct Counters {
     pub context_switches: u64,
     pub wakeups: u64,
     pub preemptions: u64,
+    /// Interactive tasks sent to the next round because the expired ones starved
+    /// (`EXPIRED_STARVING`, O(1) schedulers).
+    pub starvation_expiries: u64,
     /// Balancing passes run (periodic, idle and new-idle).
     pub balance_calls: u64,
     /// Task moves between CPUs by balancing or placement.
@@ -177,6 +185,9 @@ pub struct RunQueue {
     pub boundary_at: Option<Ns>,
     /// Time spent running tasks, ns.
     pub busy_ns: Ns,
+    /// When the first task of the current round went to the next one (the O(1) runqueue's
+    /// `expired_timestamp`); cleared when the rounds switch or the CPU goes idle.
+    pub expired_since: Option<Ns>,
 }
 
 impl RunQueue {
@@ -260,6 +271,7 @@ impl Kernel {
                 need_resched: false,
                 boundary_at: None,
                 busy_ns: 0,
+                expired_since: None,
             })
             .collect();
         let mut events = EventQueue::new();

@@ -113,12 +113,37 @@ impl Kernel {
     }
 
     /// The slice of `t` ran out: a new slice, and the back of the queue (next round unless
-    /// interactive, as the O(1) scheduler's expired array does).
+    /// interactive, as the O(1) scheduler's expired array does, and next round even so once
+    /// the expired tasks have starved long enough: `EXPIRED_STARVING`).
     fn expire(&mut self, cpu: CpuId, t: TaskId) {
+        let starving = self.expired_starving(cpu);
         self.put_curr(cpu);
         self.tasks[t].slice_left = self.params.timeslice;
-        let interactive = self.is_interactive(t);
-        self.requeue(t, cpu, !interactive);
+        let next_round = !self.is_interactive(t) || starving;
+        if next_round && self.rqs[cpu].expired_since.is_none() {
+            self.rqs[cpu].expired_since = Some(self.now);
+        }
+        if starving && self.is_interactive(t) {
+            self.counters.starvation_expiries += 1;
+        }
+        self.requeue(t, cpu, next_round);
+    }
+
+    /// 2.5 `EXPIRED_STARVING(rq)`: the first expired task has waited at least
+    /// `starvation_limit` times the tasks on the runqueue (the current one included), plus
+    /// one tick.
+    fn expired_starving(&self, cpu: CpuId) -> bool {
+        let limit = self.params.starvation_limit;
+        let rq = &self.rqs[cpu];
+        match rq.expired_since {
+            Some(since) if limit > 0 => {
+                let wait = limit
+                    .saturating_mul(rq.nr_running() as Ns)
+                    .saturating_add(self.params.tick);
+                self.now.saturating_sub(since) >= wait
+            }
+            _ => false,
+        }
     }
 
     fn requeue(&mut self, t: TaskId, cpu: CpuId, next_round: bool) {
@@ -143,11 +168,17 @@ impl Kernel {
                 s.balance(self, cpu, IdleType::NewIdle);
             }
             let Some(t) = self.rqs[cpu].queue.pop_first() else {
+                // 2.5 schedule() clears the expired array's timestamp when it goes idle.
+                self.rqs[cpu].expired_since = None;
                 self.go_idle(cpu);
                 return;
             };
             self.nr_waiting -= 1;
             let was_idle_cpu = self.rqs[cpu].balance_parked || self.rqs[cpu].balance_idle;
+            if self.tasks[t].rq_key.0 != self.rqs[cpu].round {
+                // The active array ran empty and the arrays switched.
+                self.rqs[cpu].expired_since = None;
+            }
             self.rqs[cpu].round = self.tasks[t].rq_key.0;
             self.rqs[cpu].curr = Some(t);
             self.counters.context_switches += 1;

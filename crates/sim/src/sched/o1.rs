@@ -44,6 +44,9 @@ impl O1Params {
                 timeslice: o.duration("timeslice", 151 * MS)?.max(1),
                 max_sleep_avg: o.duration("max_sleep_avg", 2000 * MS)?.max(1),
                 cache_decay: o.duration("cache_decay", 10 * MS)?,
+                // 2.5 STARVATION_LIMIT = 2*HZ (the same era's MAX_SLEEP_AVG; both became
+                // 10*HZ in 2.5.64).
+                starvation_limit: o.duration("starvation_limit", 2000 * MS)?,
                 ..d
             },
         })
@@ -66,6 +69,14 @@ impl O1Params {
             (
                 "max_sleep_avg".into(),
                 fmt_duration(self.kernel.max_sleep_avg),
+            ),
+            (
+                "starvation_limit".into(),
+                if self.kernel.starvation_limit == 0 {
+                    "off".into()
+                } else {
+                    fmt_duration(self.kernel.starvation_limit)
+                },
             ),
             ("cache_decay".into(), fmt_duration(self.kernel.cache_decay)),
         ]

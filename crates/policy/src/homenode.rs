@@ -234,7 +234,13 @@ impl HomenodePolicy {
         // What it needs at once: its CPU use, or more when its busy threads each need a CPU
         // of their own (two busy threads sharing one CPU use 1.0 but need 2).
         let demand = p.cpu.max(f64::from(p.width));
-        let room = |x: NodeId| fits(x) && spare(x) + EPS >= demand;
+        // Spare capacity is counted the way demand is: other work on a node that does not add
+        // up to a busy thread (`busy_thread_cpu`) needs no CPU of its own, so a node a little
+        // short of a whole free CPU (the daemon itself, kernel threads, a shell) still has room
+        // for one. Without this, one busy thread never fits a node of one CPU on a machine
+        // where anything else runs.
+        let slack = 1.0 - cfg.busy_thread_cpu;
+        let room = |x: NodeId| fits(x) && spare(x) + slack + EPS >= demand;
         let proximity = |x: NodeId| {
             if p.rss == 0 {
                 return 1.0;
@@ -1217,6 +1223,29 @@ mod tests {
         let mut nodes: Vec<NodeId> = homes(&a).iter().map(|(_, h)| h[0]).collect();
         nodes.sort_unstable();
         assert_eq!(nodes, vec![0, 1, 2, 3], "{a:#?}");
+    }
+
+    /// A busy process on a machine of one-CPU nodes where something else uses a little of
+    /// every CPU (a daemon, kernel threads): its own node still has room for it, so it is
+    /// homed there and not spread over every node (which would be the mask it already has).
+    #[test]
+    fn background_noise_below_a_busy_thread_leaves_room() {
+        let t = machine("nodes=2,cpus-per-node=1,mem-gib=2");
+        let p = proc(&t, 1, 0.97, 1, 0, &[64 * MIB, 0]);
+        let s = snap(&t, 0, vec![p]);
+        let mut nodes = s.nodes.clone();
+        // 0.03 CPUs of other work on node 0 beside the process, 0.05 on node 1.
+        nodes[0].cpu_idle = 0.0;
+        nodes[1].cpu_idle = 0.95;
+        let s = Snapshot { nodes, ..s };
+        let a = HomenodePolicy::default().decide(&s);
+        assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
+        // A node busy with another whole thread has no room.
+        let busy = proc(&t, 2, 1.0, 1, 1, &[0, 64 * MIB]);
+        let p = proc(&t, 1, 1.0, 1, 0, &[64 * MIB, 0]);
+        let s = snap(&t, 0, vec![p, busy]);
+        let a = HomenodePolicy::default().decide(&s);
+        assert_eq!(homes(&a), vec![(1, vec![0]), (2, vec![1])], "{a:#?}");
     }
 
     /// Issue 11, from the VM rig: eight CPU-bound jobs on 4 nodes of 2 CPUs while a burst of

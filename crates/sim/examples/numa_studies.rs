@@ -23,6 +23,7 @@ fn main() {
                 tx_per_thread: 20_000,
                 ..Default::default()
             },
+            "on",
             1,
         )
         .map(|r| r.to_markdown()),

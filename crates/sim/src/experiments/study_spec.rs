@@ -38,7 +38,7 @@ impl StudyKind {
     pub fn keys(self) -> &'static [&'static str] {
         match self {
             StudyKind::LightLoad => &["iterations", "numa_balancing"],
-            StudyKind::Oltp => &["threads", "tx_per_thread"],
+            StudyKind::Oltp => &["threads", "tx_per_thread", "numa_balancing"],
             StudyKind::Autonuma => &["loops", "numa02_loops", "sample_ms"],
             StudyKind::Convergence => &["shapes", "modes", "watch_s"],
         }
@@ -56,7 +56,7 @@ pub struct StudySection {
     /// light-load: loop iterations per thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<f64>,
-    /// light-load: `numa_balancing` of every run.
+    /// light-load: `numa_balancing` of every run; oltp: the mode compared with `off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_balancing: Option<String>,
     /// oltp: client thread counts.
@@ -240,12 +240,17 @@ impl StudySection {
         )
     }
 
-    pub fn oltp(&self) -> (Vec<u32>, OltpParams) {
+    /// (threads, params, the `numa_balancing` mode compared with `off`).
+    pub fn oltp(&self) -> (Vec<u32>, OltpParams, String) {
         let p = OltpParams {
             tx_per_thread: self.tx_per_thread.unwrap_or(REF_OLTP_TX),
             ..Default::default()
         };
-        (self.threads.clone().unwrap_or(oltp::THREADS.to_vec()), p)
+        (
+            self.threads.clone().unwrap_or(oltp::THREADS.to_vec()),
+            p,
+            self.numa_balancing.clone().unwrap_or_else(|| "on".into()),
+        )
     }
 
     pub fn autonuma(&self) -> (AutonumaParams, Ns) {
@@ -280,7 +285,10 @@ impl StudySection {
                     .map(|r| format!("linux:numa_imbalance={r},numa_balancing={nb}"))
                     .collect()
             }
-            StudyKind::Oltp => ["off", "on"].iter().map(|m| lb(m)).collect(),
+            StudyKind::Oltp => ["off".to_string(), self.oltp().2]
+                .iter()
+                .map(|m| lb(m))
+                .collect(),
             StudyKind::Autonuma => crate::studies::autonuma::MODES
                 .iter()
                 .map(|m| lb(m))
@@ -305,7 +313,7 @@ impl StudySection {
                 ]
             }
             StudyKind::Oltp => {
-                let (t, p) = self.oltp();
+                let (t, p, mode) = self.oltp();
                 vec![
                     ("threads", list(&t), list(&oltp::THREADS)),
                     (
@@ -313,6 +321,7 @@ impl StudySection {
                         p.tx_per_thread.to_string(),
                         REF_OLTP_TX.to_string(),
                     ),
+                    ("numa_balancing", mode, "on".into()),
                 ]
             }
             StudyKind::Autonuma => {

@@ -33,8 +33,8 @@ pub fn run(
                 StudyResults::LightLoad(vec![r])
             }
             StudyKind::Oltp => {
-                let (t, p) = s.oltp();
-                let r = oltp::study(m, &t, &p, seed).map_err(|e| e.to_string())?;
+                let (t, p, mode) = s.oltp();
+                let r = oltp::study(m, &t, &p, &mode, seed).map_err(|e| e.to_string())?;
                 ticks(r.rows.len() * 2);
                 StudyResults::Oltp(vec![r])
             }

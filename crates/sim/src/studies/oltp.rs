@@ -1,6 +1,8 @@
 //! `oltp-numa` on xeon2s: transactions per second of the oltp server for 2..512 client
-//! threads with NUMA balancing off and on, and the relative difference per row (the kernel's
-//! bar for the feature: no regression).
+//! threads with NUMA balancing off and with a fault-driven mode (`on`, or the 2012 patch set
+//! `sched-numa-2012` that the no-regression table measured), and the relative difference per
+//! row (the bar for the feature: no regression). The `Row` fields ending in `_on` belong to
+//! the compared mode, whichever it is.
 //!
 //! Every row simulates about the same span of client time: each thread runs `tx_per_thread`
 //! transactions while there are no more threads than CPUs, and `tx_per_thread * CPUs / threads`
@@ -38,6 +40,8 @@ pub struct Row {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Oltp {
     pub machine: String,
+    /// The `numa_balancing` mode compared with `off`.
+    pub mode: String,
     pub tx_per_thread: u32,
     pub rows: Vec<Row>,
 }
@@ -71,13 +75,14 @@ pub fn study(
     machine_name: &str,
     threads: &[u32],
     base: &OltpParams,
+    mode: &str,
     seed: u64,
 ) -> Result<Oltp, StudyError> {
     let topo = machine(machine_name)?;
     let cpus = topo.nr_cpus() as u32;
     let runs: Vec<(u32, &str)> = threads
         .iter()
-        .flat_map(|&n| [(n, "off"), (n, "on")])
+        .flat_map(|&n| [(n, "off"), (n, mode)])
         .collect();
     let results = runs
         .par_iter()
@@ -116,18 +121,35 @@ pub fn study(
         .collect();
     Ok(Oltp {
         machine: topo.name.clone(),
+        mode: mode.to_string(),
         tx_per_thread: base.tx_per_thread,
         rows,
     })
 }
 
 impl Oltp {
+    /// The compared mode as the table names it (`on` keeps its old column titles).
+    fn mode_label(&self) -> String {
+        if self.mode == "on" {
+            "on".into()
+        } else {
+            format!("`{}`", self.mode)
+        }
+    }
+
     pub fn to_markdown(&self) -> String {
         let mut s = format!(
             "### oltp on {} ({} transactions per client thread, scaled by CPUs / threads above the CPU count)\n\n\
-             | threads | tx/s balancing off | tx/s balancing on | difference | client phase (on) | scan passes (on) | hint faults (on) | local | pages migrated (on) |\n\
+             | threads | tx/s balancing off | tx/s {t} | difference | client phase ({m}) | scan passes ({m}) | hint faults ({m}) | local | pages migrated ({m}) |\n\
              |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-            self.machine, self.tx_per_thread
+            self.machine,
+            self.tx_per_thread,
+            t = if self.mode == "on" {
+                "balancing on".to_string()
+            } else {
+                self.mode_label()
+            },
+            m = self.mode_label()
         );
         for r in &self.rows {
             let local = if r.hint_faults_on == 0 {

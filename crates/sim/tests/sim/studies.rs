@@ -42,7 +42,7 @@ fn oltp_study() {
         buffer_bytes: 64 << 20,
         ..Default::default()
     };
-    let r = oltp::study(MACHINE, &[2, 16], &p, 1).expect("study");
+    let r = oltp::study(MACHINE, &[2, 16], &p, "on", 1).expect("study");
     assert_eq!(r.rows.len(), 2);
     for row in &r.rows {
         assert!(row.tps_off > 0.0 && row.tps_on > 0.0, "{row:?}");
@@ -55,6 +55,12 @@ fn oltp_study() {
         md.contains("| 16 |") && md.contains("scan passes (on)"),
         "{md}"
     );
+    // The 2012 patch set against off, as the no-regression table measured it.
+    let r = oltp::study(MACHINE, &[16], &p, "sched-numa-2012", 1).expect("study");
+    assert_eq!(r.mode, "sched-numa-2012");
+    assert!(r.rows[0].tps_on > 0.0, "{:?}", r.rows[0]);
+    let md = r.to_markdown();
+    assert!(md.contains("tx/s `sched-numa-2012`"), "{md}");
 }
 
 #[test]

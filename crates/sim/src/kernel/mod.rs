@@ -1,6 +1,7 @@
 //! The kernel model: per-CPU runqueues, the task life cycle (fork, exec, run, sleep, wake,
 //! exit), time slices and preemption, CPU and memory accounting, and the hooks through which a
-//! CPU-level scheduler (see [`crate::sched`]) places and balances tasks.
+//! CPU-level scheduler places and balances tasks. The kernel owns that interface
+//! ([`sched_api`]); the schedulers themselves are plug-ins in `crate::sched`.
 //!
 //! A busy CPU advances its current task in chunks: an event is posted for the next boundary
 //! (end of the phase, of the time slice, of a cold-cache refill, or of a page group being
@@ -14,6 +15,7 @@ mod exec;
 mod numa;
 mod rates;
 mod run;
+pub mod sched_api;
 pub mod task;
 mod ticks;
 
@@ -26,6 +28,7 @@ use cost::Contention;
 pub use numa::NumaCounters;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -41,13 +41,12 @@ impl PlacementSpec {
     pub fn parse(s: &str) -> Result<PlacementSpec, String> {
         let (name, opts) = s.split_once(':').unwrap_or((s, ""));
         let name = name.trim();
-        if !policy::POLICIES.iter().any(|(n, _)| *n == name) {
-            let names: Vec<&str> = policy::POLICIES.iter().map(|(n, _)| *n).collect();
+        let Some(entry) = policy::registry::find(name) else {
             return Err(format!(
                 "unknown placement policy `{name}` (known: {})",
-                names.join(", ")
+                policy::registry::names().join(", ")
             ));
-        }
+        };
         let mut interval = 2 * SEC;
         let mut table = toml::Table::new();
         let mut options = Vec::new();
@@ -76,8 +75,8 @@ impl PlacementSpec {
         }
         let mut config = PlacementConfig::default();
         if !table.is_empty() {
-            if name == "none" {
-                return Err("placement `none` has no options".into());
+            if entry.options.is_empty() {
+                return Err(format!("placement `{name}` has no options"));
             }
             let mut outer = toml::Table::new();
             outer.insert(name.to_string(), toml::Value::Table(table));

@@ -76,8 +76,8 @@ fn main() {
         Cmd::Experiments(a) => experiments_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
         Cmd::Schedulers => (|| -> Result<()> {
-            for (n, d) in sim::sched::SCHEDULERS {
-                outln!("{n:<22} {d}");
+            for e in sim::sched::SCHEDULERS {
+                outln!("{:<22} {}", e.name, e.about);
             }
             Ok(())
         })(),

@@ -19,8 +19,7 @@ pub struct RunArgs {
     /// Seconds between decisions.
     #[arg(long)]
     interval: Option<f64>,
-    /// Placement policy: homenode, numad or none.
-    #[arg(long)]
+    #[arg(long, help = format!("Placement policy: {}", policy::registry::names_or()))]
     policy: Option<String>,
     /// Undo journal (originals of every changed affinity).
     #[arg(long)]

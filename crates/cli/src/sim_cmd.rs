@@ -1,8 +1,9 @@
 //! `homenode sim ...`
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use policy::NodePolicy as _;
 use sim::numa_test::{self as nt, Matrix};
 use sim::sched::SchedSpec;
 use sim::workload::NumaTestParams;
@@ -61,9 +62,10 @@ pub struct NumaTestArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Node-level placement on top of each scheduler, as the daemon would run it:
-    /// none, homenode or numad, with options (homenode:min_rss_mib=16,interval_s=1).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", help = placement_help(
+        "Node-level placement on top of each scheduler, as the daemon would run it",
+        "homenode:min_rss_mib=16,interval_s=1",
+    ))]
     placement: String,
 }
 
@@ -79,8 +81,10 @@ pub struct WorkloadArgs {
     seed: u64,
     #[arg(long)]
     json: bool,
-    /// Node-level placement: none, homenode or numad, with options (homenode:min_cpu=0.3).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", help = placement_help(
+        "Node-level placement",
+        "homenode:min_cpu=0.3",
+    ))]
     placement: String,
 }
 
@@ -118,15 +122,24 @@ fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
     ))
 }
 
-/// `--placement`: `None` for `none` without options (the plain scheduler).
+/// Help of a `--placement` option: `what`, the policies of the registry, an example.
+fn placement_help(what: &str, example: &str) -> String {
+    format!(
+        "{what}: {}, with options ({example})",
+        policy::registry::names_or()
+    )
+}
+
+/// `--placement`: `None` for the policy that never acts, without options (the plain
+/// scheduler).
 fn placement(arg: &str) -> Result<Option<sim::PlacementSpec>> {
-    let p = sim::PlacementSpec::parse(arg).map_err(|e| anyhow!("--placement {arg}: {e}"))?;
-    Ok((p.policy != "none").then_some(p))
+    let p = sim::PlacementSpec::parse(arg).with_context(|| format!("--placement {arg}"))?;
+    Ok((p.policy != policy::NoPolicy.name()).then_some(p))
 }
 
 fn numa_test(a: NumaTestArgs) -> Result<()> {
     let topo = machine(&a.machine)?;
-    let scheds = SchedSpec::parse_list(&a.sched).map_err(|e| anyhow!(e))?;
+    let scheds = SchedSpec::parse_list(&a.sched)?;
     if scheds.is_empty() {
         bail!("--sched names no scheduler");
     }
@@ -186,8 +199,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
         }
     };
     let placement = placement(&a.placement)?;
-    let cells =
-        nt::run_matrix_placed(&topo, &m, placement.as_ref(), &tick).map_err(|e| anyhow!(e))?;
+    let cells = nt::run_matrix_placed(&topo, &m, placement.as_ref(), &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -268,13 +280,12 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine(&a.machine)?;
     let text = sim::budget::read_input(std::path::Path::new(&a.file))?;
     let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
-    w.check_machine(&topo)
-        .map_err(|e| anyhow!("{}: {e}", a.file))?;
-    let spec = SchedSpec::parse(&a.sched).map_err(|e| anyhow!(e))?;
-    let s = sim::sched::build(&spec, &topo).map_err(|e| anyhow!(e))?;
+    w.check_machine(&topo).with_context(|| a.file.clone())?;
+    let spec = SchedSpec::parse(&a.sched)?;
+    let s = sim::sched::build(&spec, &topo)?;
     let mut sim = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed);
     if let Some(p) = placement(&a.placement)? {
-        sim = sim.with_placement(p.build().map_err(|e| anyhow!(e))?);
+        sim = sim.with_placement(p.build()?);
     }
     let r = sim.run().map_err(|e| anyhow!("{e}"))?;
     if a.json {

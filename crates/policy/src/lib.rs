@@ -13,19 +13,21 @@
 //!
 //! A policy keeps whatever state it needs between decisions in its own struct, so the same
 //! sequence of snapshots always yields the same actions. `docs/PLACEMENT.md` describes the
-//! algorithms and every parameter.
+//! algorithms and every parameter. [`registry::POLICIES`] is the one table of policies.
 
 pub mod action;
 mod common;
 pub mod config;
 pub mod homenode;
 pub mod numad;
+pub mod registry;
 pub mod snapshot;
 
 pub use action::Action;
 pub use config::{ConfigError, HomenodeConfig, NumadConfig, PlacementConfig};
 pub use homenode::HomenodePolicy;
 pub use numad::NumadPolicy;
+pub use registry::{POLICIES, PolicyEntry, PolicyError, build};
 pub use snapshot::{
     NodeNumaStats, NodeView, ProcessNumaStats, ProcessView, Snapshot, SnapshotError, ThreadView,
 };
@@ -50,40 +52,6 @@ impl NodePolicy for NoPolicy {
 
     fn decide(&mut self, _snap: &Snapshot<'_>) -> Vec<Action> {
         Vec::new()
-    }
-}
-
-/// Names accepted by [`build`], with one line each.
-pub const POLICIES: &[(&str, &str)] = &[
-    ("none", "never acts; the kernel alone decides placement"),
-    (
-        "homenode",
-        "home node per significant process, memory brought home at a bounded rate, rebalancing with hysteresis",
-    ),
-    (
-        "numad",
-        "model of numad: binds a whole process to the fewest nodes that fit, then migrates all its memory, every 15 s",
-    ),
-];
-
-/// Why a policy could not be built.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum PolicyError {
-    #[error("unknown placement policy `{name}` (known: {})", POLICIES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
-    Unknown { name: String },
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-}
-
-/// The policy called `name`, with its parameters from `cfg`.
-pub fn build(name: &str, cfg: &PlacementConfig) -> Result<Box<dyn NodePolicy + Send>, PolicyError> {
-    match name {
-        "none" => Ok(Box::new(NoPolicy)),
-        "homenode" => Ok(Box::new(HomenodePolicy::new(cfg.homenode.clone())?)),
-        "numad" => Ok(Box::new(NumadPolicy::new(cfg.numad.clone())?)),
-        _ => Err(PolicyError::Unknown {
-            name: name.to_string(),
-        }),
     }
 }
 
@@ -112,8 +80,8 @@ mod tests {
     #[test]
     fn build_by_name() {
         let cfg = PlacementConfig::default();
-        for (name, _) in POLICIES {
-            assert_eq!(build(name, &cfg).expect("policy").name(), *name);
+        for e in POLICIES {
+            assert_eq!(build(e.name, &cfg).expect("policy").name(), e.name);
         }
         let e = build("numa", &cfg).err().expect("unknown");
         assert_eq!(

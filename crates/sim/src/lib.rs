@@ -24,5 +24,5 @@ pub mod studies;
 pub mod time;
 pub mod workload;
 
-pub use placement::{Placement, PlacementSpec};
+pub use placement::{Placement, PlacementError, PlacementSpec};
 pub use sim::{RunError, RunResult, Sim};

@@ -20,21 +20,36 @@ pub enum MemPolicy {
     Interleave(Vec<NodeId>),
 }
 
+/// A memory policy that does not parse; each variant names what was given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemPolicyError {
+    #[error("bad node number `{node}`")]
+    BadNode { node: String },
+    #[error("bind needs nodes, e.g. bind:0,1")]
+    BindWithoutNodes,
+    #[error("preferred needs exactly one node, e.g. preferred:1")]
+    PreferredNotOneNode,
+    #[error(
+        "unknown memory policy `{policy}` (valid: first-touch, bind:N[,N..], preferred:N, interleave[:N,..])"
+    )]
+    Unknown { policy: String },
+}
+
 impl MemPolicy {
     /// Parse `first-touch`, `bind:0,1`, `preferred:2`, `interleave` or `interleave:0,1`.
-    pub fn parse(s: &str) -> Result<MemPolicy, String> {
+    pub fn parse(s: &str) -> Result<MemPolicy, MemPolicyError> {
         let (kind, arg) = match s.split_once(':') {
             Some((k, a)) => (k, Some(a)),
             None => (s, None),
         };
-        let nodes = |a: Option<&str>| -> Result<Vec<NodeId>, String> {
+        let nodes = |a: Option<&str>| -> Result<Vec<NodeId>, MemPolicyError> {
             a.unwrap_or("")
                 .split(',')
                 .filter(|x| !x.is_empty())
                 .map(|x| {
                     x.trim()
                         .parse::<NodeId>()
-                        .map_err(|_| format!("bad node number `{x}`"))
+                        .map_err(|_| MemPolicyError::BadNode { node: x.into() })
                 })
                 .collect()
         };
@@ -43,18 +58,16 @@ impl MemPolicy {
             "bind" => {
                 let n = nodes(arg)?;
                 if n.is_empty() {
-                    return Err("bind needs nodes, e.g. bind:0,1".into());
+                    return Err(MemPolicyError::BindWithoutNodes);
                 }
                 Ok(MemPolicy::Bind(n))
             }
             "preferred" => match nodes(arg)?.as_slice() {
                 [n] => Ok(MemPolicy::Preferred(*n)),
-                _ => Err("preferred needs exactly one node, e.g. preferred:1".into()),
+                _ => Err(MemPolicyError::PreferredNotOneNode),
             },
             "interleave" => Ok(MemPolicy::Interleave(nodes(arg)?)),
-            _ => Err(format!(
-                "unknown memory policy `{s}` (valid: first-touch, bind:N[,N..], preferred:N, interleave[:N,..])"
-            )),
+            _ => Err(MemPolicyError::Unknown { policy: s.into() }),
         }
     }
 
@@ -294,6 +307,11 @@ mod tests {
             Ok(MemPolicy::Bind(vec![0, 1]))
         );
         assert!(MemPolicy::parse("preferred:").is_err());
-        assert!(MemPolicy::parse("sticky").unwrap_err().contains("valid:"));
+        assert!(
+            MemPolicy::parse("sticky")
+                .unwrap_err()
+                .to_string()
+                .contains("valid:")
+        );
     }
 }

@@ -4,9 +4,9 @@
 //! started on (iSched) and the one it ran on most (MSched), and per run AverageUserTime,
 //! ElapsedTime, TotalUserTime and TotalSysTime, plus the disturbance's own time.
 
-use crate::placement::PlacementSpec;
+use crate::placement::{PlacementError, PlacementSpec};
 use crate::rng::SeedTree;
-use crate::sched::{self, SchedSpec};
+use crate::sched::{self, SchedError, SchedSpec};
 use crate::sim::{RunError, RunResult, Sim};
 use crate::time::secs;
 use crate::workload::{NumaTestParams, numa_test};
@@ -198,13 +198,35 @@ fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {
     }
 }
 
+/// Why a numa_test run (or a matrix of them) failed. A failed run of a matrix is reported as
+/// [`NumaTestError::Cell`], naming the scheduler, task count and repetition.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum NumaTestError {
+    #[error(transparent)]
+    Sched(#[from] SchedError),
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("{sched} N={tasks} rep {rep}: {source}")]
+    Cell {
+        /// The scheduler spec (with its options).
+        sched: String,
+        tasks: u32,
+        rep: u32,
+        source: Box<NumaTestError>,
+    },
+    #[error("{sched} N={tasks}: missing")]
+    Missing { sched: String, tasks: u32 },
+}
+
 /// Run one numa_test.
 pub fn run_one(
     topo: &Arc<Topology>,
     spec: &SchedSpec,
     params: &NumaTestParams,
     seed: u64,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, NumaTestError> {
     run_one_placed(topo, spec, None, params, seed)
 }
 
@@ -215,14 +237,14 @@ pub fn run_one_placed(
     placement: Option<&PlacementSpec>,
     params: &NumaTestParams,
     seed: u64,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, NumaTestError> {
     let s = sched::build(spec, topo)?;
     let w = Arc::new(numa_test(params));
     let mut sim = Sim::new(topo.clone(), w, s, seed);
     if let Some(p) = placement {
         sim = sim.with_placement(p.build()?);
     }
-    sim.run().map_err(|e| e.to_string())
+    Ok(sim.run()?)
 }
 
 /// Column label of a scheduler with a placement policy: `o1+homenode`.
@@ -248,7 +270,7 @@ pub fn run_matrix(
     topo: &Arc<Topology>,
     m: &Matrix,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<CellSummary>, String> {
+) -> Result<Vec<CellSummary>, NumaTestError> {
     run_matrix_placed(topo, m, None, tick)
 }
 
@@ -258,7 +280,7 @@ pub fn run_matrix_placed(
     m: &Matrix,
     placement: Option<&PlacementSpec>,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<CellSummary>, String> {
+) -> Result<Vec<CellSummary>, NumaTestError> {
     // Validate every scheduler spec (and the placement) before running anything.
     let mut options = Vec::new();
     for s in &m.scheds {
@@ -281,25 +303,37 @@ pub fn run_matrix_placed(
             }
         }
     }
-    let results: Vec<Result<RunFigures, String>> = jobs
-        .par_iter()
-        .map(|&(_, s, n, rep)| {
-            let params = NumaTestParams {
-                tasks: n,
-                ..m.params.clone()
-            };
-            let r = run_one_placed(topo, s, placement, &params, run_seed(m.seed, n, rep))
-                .map_err(|e| format!("{s} N={n} rep {rep}: {e}"));
-            tick();
-            r.map(|r| figures(&r, topo.nr_nodes()))
-        })
-        .collect();
+    let results: Vec<Result<RunFigures, NumaTestError>> =
+        jobs.par_iter()
+            .map(|&(_, s, n, rep)| {
+                let params = NumaTestParams {
+                    tasks: n,
+                    ..m.params.clone()
+                };
+                let r = run_one_placed(topo, s, placement, &params, run_seed(m.seed, n, rep))
+                    .map_err(|e| NumaTestError::Cell {
+                        sched: s.to_string(),
+                        tasks: n,
+                        rep,
+                        source: Box::new(e),
+                    });
+                tick();
+                r.map(|r| figures(&r, topo.nr_nodes()))
+            })
+            .collect();
     let mut out = Vec::new();
     let mut it = results.into_iter();
     for (si, s) in m.scheds.iter().enumerate() {
         for &n in &m.tasks {
             let runs: Vec<RunFigures> = (0..m.reps)
-                .map(|_| it.next().unwrap_or(Err("missing".into())))
+                .map(|_| {
+                    it.next().unwrap_or_else(|| {
+                        Err(NumaTestError::Missing {
+                            sched: s.to_string(),
+                            tasks: n,
+                        })
+                    })
+                })
                 .collect::<Result<_, _>>()?;
             out.push(summarise(
                 &placed_label(s, placement),

@@ -24,6 +24,30 @@ use crate::kernel::task::{Process, TaskState};
 use crate::kernel::{Kernel, TaskId};
 use crate::time::{Ns, SEC};
 
+/// Why a placement spec could not be parsed or its policy built. Each variant names the item
+/// that failed; the messages are the CLI's.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PlacementError {
+    #[error("unknown placement policy `{name}` (known: {})", valid.join(", "))]
+    UnknownPolicy {
+        name: String,
+        valid: Vec<&'static str>,
+    },
+    #[error("placement option `{item}`: expected key=value")]
+    NotKeyValue { item: String },
+    #[error("placement option interval_s = {value}: a number of seconds >= 0.01")]
+    BadInterval { value: String },
+    #[error("placement `{policy}` has no options")]
+    NoOptions { policy: String },
+    /// An option the policy's configuration does not accept (unknown key or wrong type).
+    #[error("placement {policy}: {message}")]
+    BadOption { policy: String, message: String },
+    #[error(transparent)]
+    Config(#[from] policy::ConfigError),
+    #[error(transparent)]
+    Policy(#[from] policy::PolicyError),
+}
+
 /// A placement policy with its interval, as given on the command line:
 /// `homenode[:key=value,...]`, where the keys are the policy's parameters (docs/PLACEMENT.md)
 /// plus `interval_s`.
@@ -38,23 +62,22 @@ pub struct PlacementSpec {
 
 impl PlacementSpec {
     /// Parses `name[:k=v,...]`. Errors name the key and list the valid ones.
-    pub fn parse(s: &str) -> Result<PlacementSpec, String> {
+    pub fn parse(s: &str) -> Result<PlacementSpec, PlacementError> {
         let (name, opts) = s.split_once(':').unwrap_or((s, ""));
         let name = name.trim();
-        if !policy::POLICIES.iter().any(|(n, _)| *n == name) {
-            let names: Vec<&str> = policy::POLICIES.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "unknown placement policy `{name}` (known: {})",
-                names.join(", ")
-            ));
-        }
+        let Some(entry) = policy::registry::find(name) else {
+            return Err(PlacementError::UnknownPolicy {
+                name: name.to_string(),
+                valid: policy::registry::names(),
+            });
+        };
         let mut interval = 2 * SEC;
         let mut table = toml::Table::new();
         let mut options = Vec::new();
         for kv in opts.split(',').filter(|kv| !kv.trim().is_empty()) {
             let (k, v) = kv
                 .split_once('=')
-                .ok_or_else(|| format!("placement option `{kv}`: expected key=value"))?;
+                .ok_or_else(|| PlacementError::NotKeyValue { item: kv.into() })?;
             let (k, v) = (k.trim(), v.trim());
             options.push((k.to_string(), v.to_string()));
             if k == "interval_s" {
@@ -62,9 +85,7 @@ impl PlacementSpec {
                     .parse()
                     .ok()
                     .filter(|x: &f64| x.is_finite() && *x >= 0.01)
-                    .ok_or_else(|| {
-                        format!("placement option interval_s = {v}: a number of seconds >= 0.01")
-                    })?;
+                    .ok_or_else(|| PlacementError::BadInterval { value: v.into() })?;
                 interval = (secs * SEC as f64) as Ns;
                 continue;
             }
@@ -76,18 +97,21 @@ impl PlacementSpec {
         }
         let mut config = PlacementConfig::default();
         if !table.is_empty() {
-            if name == "none" {
-                return Err("placement `none` has no options".into());
+            if entry.options.is_empty() {
+                return Err(PlacementError::NoOptions {
+                    policy: name.into(),
+                });
             }
             let mut outer = toml::Table::new();
             outer.insert(name.to_string(), toml::Value::Table(table));
             config = toml::Value::Table(outer)
                 .try_into()
-                .map_err(|e: toml::de::Error| {
-                    format!("placement {name}: {}", e.message().replace('\n', " "))
+                .map_err(|e: toml::de::Error| PlacementError::BadOption {
+                    policy: name.into(),
+                    message: e.message().replace('\n', " "),
                 })?;
         }
-        config.validate().map_err(|e| e.to_string())?;
+        config.validate()?;
         Ok(PlacementSpec {
             policy: name.to_string(),
             config,
@@ -96,8 +120,8 @@ impl PlacementSpec {
         })
     }
 
-    pub fn build(&self) -> Result<Placement, String> {
-        let policy = policy::build(&self.policy, &self.config).map_err(|e| e.to_string())?;
+    pub fn build(&self) -> Result<Placement, PlacementError> {
+        let policy = policy::build(&self.policy, &self.config)?;
         Ok(Placement::new(policy, self.interval))
     }
 }

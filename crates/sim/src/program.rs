@@ -8,6 +8,93 @@
 use crate::memory::MemPolicy;
 use crate::time::Ns;
 
+/// What is wrong with one phase of a program (see [`ProgramError::Phase`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PhaseProblem {
+    #[error("end of loop without a loop")]
+    EndLoopWithoutLoop,
+    #[error("no region {0}")]
+    NoRegion(usize),
+    #[error("ops and cycles must be finite and >= 0")]
+    BadOps,
+    #[error("access bytes must be > 0, contended in 0..1")]
+    BadAccess,
+    #[error("cycles must be finite and >= 0")]
+    BadCycles,
+    #[error("no program {0}")]
+    NoProgram(usize),
+    #[error("no such channel")]
+    NoChannel,
+    #[error("sleep jitter must be in 0..1")]
+    BadJitter,
+}
+
+/// A program or workload that is inconsistent in itself or does not fit a machine. Each
+/// variant names the program (or launch) and the item that failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramError {
+    /// `phase` counts from 1.
+    #[error("program `{program}` phase {phase}: {problem}")]
+    Phase {
+        program: String,
+        phase: usize,
+        problem: PhaseProblem,
+    },
+    #[error("program `{program}`: a loop is not closed")]
+    UnclosedLoop { program: String },
+    #[error(
+        "program `{program}` starts threads of `{thread}`, which must declare the same regions as `{program}` (threads share the address space)"
+    )]
+    ThreadRegions { program: String, thread: String },
+    #[error("workload `{workload}`: launch of unknown program {program}")]
+    UnknownLaunch { workload: String, program: usize },
+    #[error("program `{program}`: empty affinity list")]
+    EmptyAffinity { program: String },
+    #[error("program `{program}`: affinity names CPU {cpu}, but {machine} has CPUs 0-{last}")]
+    AffinityCpu {
+        program: String,
+        cpu: usize,
+        machine: String,
+        last: usize,
+    },
+    #[error(
+        "program `{program}` region `{region}`: memory policy names node {node}, but {machine} has nodes 0-{last}"
+    )]
+    PolicyNode {
+        program: String,
+        region: String,
+        node: usize,
+        machine: String,
+        last: usize,
+    },
+    #[error(
+        "program `{program}` region `{region}`: {mib} MiB is more than {machine}'s {machine_mib} MiB of memory"
+    )]
+    RegionTooLarge {
+        program: String,
+        region: String,
+        mib: u64,
+        machine: String,
+        machine_mib: u64,
+    },
+    #[error(
+        "program `{program}`: its regions need {mib} MiB, more than {machine}'s {machine_mib} MiB of memory"
+    )]
+    RegionsTooLarge {
+        program: String,
+        mib: u64,
+        machine: String,
+        machine_mib: u64,
+    },
+    #[error("launch of `{program}`: CPU {cpu} does not exist on {machine} (CPUs 0-{last})")]
+    LaunchCpu {
+        program: String,
+        cpu: usize,
+        machine: String,
+        last: usize,
+    },
+}
+
 /// How an access walks its region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
@@ -157,64 +244,67 @@ impl Program {
     }
 
     /// Check loops are balanced and indices in range.
-    pub fn validate(&self, nr_programs: usize, nr_chans: usize) -> Result<(), String> {
+    pub fn validate(&self, nr_programs: usize, nr_chans: usize) -> Result<(), ProgramError> {
         let mut depth: i64 = 0;
         for (i, p) in self.phases.iter().enumerate() {
-            let at = || format!("program `{}` phase {}", self.name, i + 1);
+            let at = |problem| ProgramError::Phase {
+                program: self.name.clone(),
+                phase: i + 1,
+                problem,
+            };
             match p {
                 Phase::Loop { .. } => depth += 1,
                 Phase::EndLoop => {
                     depth -= 1;
                     if depth < 0 {
-                        return Err(format!("{}: end of loop without a loop", at()));
+                        return Err(at(PhaseProblem::EndLoopWithoutLoop));
                     }
                 }
                 Phase::Touch { region } if *region >= self.regions.len() => {
-                    return Err(format!("{}: no region {}", at(), region));
+                    return Err(at(PhaseProblem::NoRegion(*region)));
                 }
                 Phase::Memory { op, ops } => {
                     if !ops.is_finite() || *ops < 0.0 || !op.cycles.is_finite() || op.cycles < 0.0 {
-                        return Err(format!("{}: ops and cycles must be finite and >= 0", at()));
+                        return Err(at(PhaseProblem::BadOps));
                     }
                     for a in &op.accesses {
                         if a.region >= self.regions.len() {
-                            return Err(format!("{}: no region {}", at(), a.region));
+                            return Err(at(PhaseProblem::NoRegion(a.region)));
                         }
                         if !(a.bytes.is_finite()
                             && a.bytes > 0.0
                             && (0.0..=1.0).contains(&a.contended))
                         {
-                            return Err(format!(
-                                "{}: access bytes must be > 0, contended in 0..1",
-                                at()
-                            ));
+                            return Err(at(PhaseProblem::BadAccess));
                         }
                     }
                 }
                 Phase::Compute { cycles } | Phase::Kernel { cycles }
                     if !cycles.is_finite() || *cycles < 0.0 =>
                 {
-                    return Err(format!("{}: cycles must be finite and >= 0", at()));
+                    return Err(at(PhaseProblem::BadCycles));
                 }
                 Phase::Spawn { program, .. } | Phase::Thread { program, .. }
                     if *program >= nr_programs =>
                 {
-                    return Err(format!("{}: no program {}", at(), program));
+                    return Err(at(PhaseProblem::NoProgram(*program)));
                 }
                 Phase::Send { chans, .. } if chans.iter().any(|&c| c >= nr_chans) => {
-                    return Err(format!("{}: no such channel", at()));
+                    return Err(at(PhaseProblem::NoChannel));
                 }
                 Phase::Recv { chan, .. } if *chan >= nr_chans => {
-                    return Err(format!("{}: no such channel", at()));
+                    return Err(at(PhaseProblem::NoChannel));
                 }
                 Phase::Sleep { jitter, .. } if !(0.0..1.0).contains(jitter) => {
-                    return Err(format!("{}: sleep jitter must be in 0..1", at()));
+                    return Err(at(PhaseProblem::BadJitter));
                 }
                 _ => {}
             }
         }
         if depth != 0 {
-            return Err(format!("program `{}`: a loop is not closed", self.name));
+            return Err(ProgramError::UnclosedLoop {
+                program: self.name.clone(),
+            });
         }
         Ok(())
     }
@@ -272,7 +362,7 @@ impl Workload {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ProgramError> {
         for p in &self.programs {
             p.validate(self.programs.len(), self.channels)?;
             // A thread runs in its creator's address space: it must see the same regions.
@@ -284,20 +374,20 @@ impl Workload {
                         .iter()
                         .any(|x| matches!(x, Phase::Touch { .. } | Phase::Memory { .. }));
                     if t.regions != p.regions && (uses_memory || !t.regions.is_empty()) {
-                        return Err(format!(
-                            "program `{}` starts threads of `{}`, which must declare the same regions as `{}` (threads share the address space)",
-                            p.name, t.name, p.name
-                        ));
+                        return Err(ProgramError::ThreadRegions {
+                            program: p.name.clone(),
+                            thread: t.name.clone(),
+                        });
                     }
                 }
             }
         }
         for l in &self.launches {
             if l.program >= self.programs.len() {
-                return Err(format!(
-                    "workload `{}`: launch of unknown program {}",
-                    self.name, l.program
-                ));
+                return Err(ProgramError::UnknownLaunch {
+                    workload: self.name.clone(),
+                    program: l.program,
+                });
             }
         }
         Ok(())
@@ -305,61 +395,61 @@ impl Workload {
 
     /// Check the workload against a machine: CPUs and nodes it names exist, no region is
     /// larger than the machine's memory. One line naming the culprit on failure.
-    pub fn check_machine(&self, topo: &topo::Topology) -> Result<(), String> {
+    pub fn check_machine(&self, topo: &topo::Topology) -> Result<(), ProgramError> {
         for p in &self.programs {
             if let Some(aff) = &p.affinity {
                 if aff.is_empty() {
-                    return Err(format!("program `{}`: empty affinity list", p.name));
+                    return Err(ProgramError::EmptyAffinity {
+                        program: p.name.clone(),
+                    });
                 }
                 if let Some(c) = aff.iter().find(|&&c| c >= topo.nr_cpus()) {
-                    return Err(format!(
-                        "program `{}`: affinity names CPU {c}, but {} has CPUs 0-{}",
-                        p.name,
-                        topo.name,
-                        topo.nr_cpus() - 1
-                    ));
+                    return Err(ProgramError::AffinityCpu {
+                        program: p.name.clone(),
+                        cpu: *c,
+                        machine: topo.name.clone(),
+                        last: topo.nr_cpus() - 1,
+                    });
                 }
             }
             for r in &p.regions {
                 if let Some(n) = r.policy.nodes().iter().find(|&&n| n >= topo.nr_nodes()) {
-                    return Err(format!(
-                        "program `{}` region `{}`: memory policy names node {n}, but {} has nodes 0-{}",
-                        p.name,
-                        r.name,
-                        topo.name,
-                        topo.nr_nodes() - 1
-                    ));
+                    return Err(ProgramError::PolicyNode {
+                        program: p.name.clone(),
+                        region: r.name.clone(),
+                        node: *n,
+                        machine: topo.name.clone(),
+                        last: topo.nr_nodes() - 1,
+                    });
                 }
                 if r.bytes > topo.total_mem_bytes() {
-                    return Err(format!(
-                        "program `{}` region `{}`: {} MiB is more than {}'s {} MiB of memory",
-                        p.name,
-                        r.name,
-                        r.bytes >> 20,
-                        topo.name,
-                        topo.total_mem_bytes() >> 20
-                    ));
+                    return Err(ProgramError::RegionTooLarge {
+                        program: p.name.clone(),
+                        region: r.name.clone(),
+                        mib: r.bytes >> 20,
+                        machine: topo.name.clone(),
+                        machine_mib: topo.total_mem_bytes() >> 20,
+                    });
                 }
             }
             let total: u64 = p.regions.iter().map(|r| r.bytes).sum();
             if total > topo.total_mem_bytes() {
-                return Err(format!(
-                    "program `{}`: its regions need {} MiB, more than {}'s {} MiB of memory",
-                    p.name,
-                    total >> 20,
-                    topo.name,
-                    topo.total_mem_bytes() >> 20
-                ));
+                return Err(ProgramError::RegionsTooLarge {
+                    program: p.name.clone(),
+                    mib: total >> 20,
+                    machine: topo.name.clone(),
+                    machine_mib: topo.total_mem_bytes() >> 20,
+                });
             }
         }
         for l in &self.launches {
             if let Some(c) = l.cpu.filter(|&c| c >= topo.nr_cpus()) {
-                return Err(format!(
-                    "launch of `{}`: CPU {c} does not exist on {} (CPUs 0-{})",
-                    self.programs[l.program].name,
-                    topo.name,
-                    topo.nr_cpus() - 1
-                ));
+                return Err(ProgramError::LaunchCpu {
+                    program: self.programs[l.program].name.clone(),
+                    cpu: c,
+                    machine: topo.name.clone(),
+                    last: topo.nr_cpus() - 1,
+                });
             }
         }
         Ok(())

@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! interval_s = 2.0
-//! policy = "homenode"            # homenode | numad | none
+//! policy = "homenode"            # a name of policy::POLICIES
 //! dry_run = false
 //! journal = "/var/lib/homenode/journal.json"
 //! socket = "/run/homenode/homenode.sock"
@@ -249,12 +249,14 @@ impl DaemonConfig {
                 "must be between 0.05 and 3600 seconds",
             ));
         }
-        if !policy::POLICIES.iter().any(|(n, _)| *n == self.policy) {
-            let names: Vec<&str> = policy::POLICIES.iter().map(|(n, _)| *n).collect();
+        if policy::registry::find(&self.policy).is_none() {
             return Err(bad(
                 "policy",
                 format!("\"{}\"", self.policy),
-                &format!("unknown policy (valid: {})", names.join(", ")),
+                &format!(
+                    "unknown policy (valid: {})",
+                    policy::registry::names().join(", ")
+                ),
             ));
         }
         for (key, path) in [("journal", &self.journal), ("socket", &self.socket)] {

@@ -1,6 +1,7 @@
 //! kbuild + bonnie mix experiments: each scheduler runs the mix `reps` times (the same seeds
 //! for every scheduler); the figure is each build's wall time (its make's life).
 
+use super::error::RunFailure;
 use super::spec::{ExperimentSpec, MixSection};
 use crate::numa_test::run_seed;
 use crate::sched;
@@ -56,20 +57,24 @@ pub fn run(
     m: &MixSection,
     topo: &Arc<Topology>,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<MixCell>, String> {
+) -> Result<Vec<MixCell>, RunFailure> {
     let w = Arc::new(mix(&params(m)));
     let scheds = spec.sched_specs();
     let jobs: Vec<(usize, u32)> = (0..scheds.len())
         .flat_map(|s| (0..spec.reps).map(move |r| (s, r)))
         .collect();
-    let runs: Vec<Result<RunOut, String>> = jobs
+    let runs: Vec<Result<RunOut, RunFailure>> = jobs
         .par_iter()
         .map(|&(s, rep)| {
             let sch = sched::build(&scheds[s], topo)?;
             let seed = run_seed(spec.seed, m.builds, rep);
             let r = Sim::new(topo.clone(), w.clone(), sch, seed)
                 .run()
-                .map_err(|e| format!("{} rep {rep}: {e}", scheds[s]))?;
+                .map_err(|source| RunFailure::Run {
+                    sched: scheds[s].to_string(),
+                    rep,
+                    source,
+                })?;
             tick();
             let builds = (0..m.builds)
                 .map(|b| {
@@ -87,7 +92,7 @@ pub fn run(
     let mut cells = Vec::new();
     for s in &scheds {
         let mine: Vec<RunOut> = (0..spec.reps)
-            .map(|_| it.next().unwrap_or(Err("missing run".into())))
+            .map(|_| it.next().unwrap_or(Err(RunFailure::MissingRun)))
             .collect::<Result<_, _>>()?;
         let all: Vec<f64> = mine.iter().flat_map(|r| r.0.iter().copied()).collect();
         let n = mine.len().max(1) as f64;

@@ -10,6 +10,7 @@
 //! order, so the same file and seed always give the same bytes.
 
 mod assumptions;
+pub mod error;
 mod mixrun;
 mod numa;
 mod report;
@@ -20,6 +21,7 @@ mod studyrun;
 mod svg;
 pub mod sweep;
 
+pub use error::{RunFailure, SweepError, ValueError};
 pub use mixrun::{BuildTimes, MixCell};
 pub use spec::{ExperimentSpec, Metric};
 pub use study_spec::{StudyKind, StudySection};
@@ -41,8 +43,11 @@ pub enum ExperimentError {
     Io { path: String, msg: String },
     #[error("unknown experiment `{name}` (available: {available})")]
     Unknown { name: String, available: String },
-    #[error("experiment `{name}`: {msg}")]
-    Run { name: String, msg: String },
+    #[error("experiment `{name}`: {source}")]
+    Run {
+        name: String,
+        source: Box<RunFailure>,
+    },
     #[error("{second}: experiment name `{name}` is already used by {first}")]
     Duplicate {
         name: String,
@@ -191,20 +196,21 @@ pub fn run(
     {
         spec.reps = r.max(1);
     }
-    let fail = |msg: String| ExperimentError::Run {
+    let fail = |e: RunFailure| ExperimentError::Run {
         name: spec.name.clone(),
-        msg,
+        source: Box::new(e),
     };
-    let topo =
-        std::sync::Arc::new(topo::resolve_machine(&spec.machine).map_err(|e| fail(e.to_string()))?);
+    let topo = std::sync::Arc::new(
+        topo::resolve_machine(&spec.machine).map_err(|e| fail(RunFailure::from(e)))?,
+    );
     let mut options = Vec::new();
     let names: Vec<String> = match &spec.study {
         Some(s) => s.linux_specs(),
         None => spec.schedulers.clone(),
     };
     for name in names {
-        let s = crate::sched::SchedSpec::parse(&name).map_err(&fail)?;
-        let built = crate::sched::build(&s, &topo).map_err(&fail)?;
+        let s = crate::sched::SchedSpec::parse(&name).map_err(|e| fail(e.into()))?;
+        let built = crate::sched::build(&s, &topo).map_err(|e| fail(e.into()))?;
         options.push((s.to_string(), built.options()));
     }
     let mut out = Outcome {
@@ -218,10 +224,10 @@ pub fn run(
         spec: spec.clone(),
     };
     if let Some(n) = &spec.numa_test {
-        out.numa_test = numa::run(&spec, n, &topo, tick).map_err(fail)?;
+        out.numa_test = numa::run(&spec, n, &topo, tick).map_err(|e| fail(e.into()))?;
         for w in &spec.sweep {
             out.sweeps
-                .push(w.run(n, spec.seed, &topo, tick).map_err(fail)?);
+                .push(w.run(n, spec.seed, &topo, tick).map_err(&fail)?);
         }
     } else if let Some(m) = &spec.mix {
         out.mix = mixrun::run(&spec, m, &topo, tick).map_err(fail)?;

@@ -4,7 +4,7 @@
 //! by column changes no figure.
 
 use super::spec::{ExperimentSpec, NumaTestSection};
-use crate::numa_test::{CellSummary, Matrix, run_matrix};
+use crate::numa_test::{CellSummary, Matrix, NumaTestError, run_matrix};
 use crate::sched::SchedSpec;
 use crate::workload::NumaTestParams;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ pub fn run(
     n: &NumaTestSection,
     topo: &Arc<Topology>,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<CellSummary>, String> {
+) -> Result<Vec<CellSummary>, NumaTestError> {
     let scheds = spec.sched_specs();
     let mut cells = Vec::new();
     for (name, sched) in spec.schedulers.iter().zip(&scheds) {
@@ -41,7 +41,7 @@ pub(super) fn run_column(
     seed: u64,
     topo: &Arc<Topology>,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<CellSummary>, String> {
+) -> Result<Vec<CellSummary>, NumaTestError> {
     let mut cells = Vec::new();
     for disturb in [true, false] {
         let these: Vec<u32> = tasks

@@ -2,6 +2,7 @@
 //! line naming the file, the line and the key (unknown keys list the valid ones).
 
 use super::ExperimentError;
+use super::error::ValueError;
 use super::study_spec::StudySection;
 use crate::budget;
 use crate::sched::{self, SchedSpec};
@@ -209,7 +210,7 @@ impl ExperimentSpec {
             return Err(err("schedulers", "schedulers: the list is empty".into()));
         }
         for (i, s) in self.schedulers.iter().enumerate() {
-            let spec = SchedSpec::parse(s).map_err(|e| err("schedulers", e))?;
+            let spec = SchedSpec::parse(s).map_err(|e| err("schedulers", e.to_string()))?;
             sched::build(&spec, topo)
                 .map_err(|e| err("schedulers", format!("schedulers[{i}]: {e}")))?;
             if self.schedulers[..i].contains(s) {
@@ -352,7 +353,7 @@ impl MixSection {
 
 /// An experiment's name names its output directory: lower-case letters, digits and `-`
 /// only, so that it can never be a path (`../../escaped`).
-pub(super) fn check_name(name: &str) -> Result<(), String> {
+pub(super) fn check_name(name: &str) -> Result<(), ValueError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -361,9 +362,7 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{name}` must be 1 to 64 characters of a-z, 0-9 and `-` (it names the output directory)"
-        ))
+        Err(ValueError::BadName { name: name.into() })
     }
 }
 

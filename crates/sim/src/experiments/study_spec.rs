@@ -3,6 +3,7 @@
 //! 20,000 transactions per oltp client); a key that belongs to another kind is refused.
 
 use super::ExperimentError;
+use super::error::ValueError;
 use super::spec::key_line;
 use crate::budget;
 use crate::sched::{self, SchedSpec};
@@ -161,14 +162,14 @@ impl StudySection {
                 return Err(err("shapes", "give at least one `PxT` shape".into()));
             }
             for x in s {
-                parse_shape(x).map_err(|e| err("shapes", e))?;
+                parse_shape(x).map_err(|e| err("shapes", e.to_string()))?;
             }
         }
         let topo = topo::resolve_machine(machine).map_err(|e| err("machine", e.to_string()))?;
         for (key, mode) in self.modes_given() {
             let spec = SchedSpec::parse(&format!("linux:numa_balancing={mode}"))
-                .map_err(|e| err(key, e))?;
-            sched::build(&spec, &topo).map_err(|e| err(key, e))?;
+                .map_err(|e| err(key, e.to_string()))?;
+            sched::build(&spec, &topo).map_err(|e| err(key, e.to_string()))?;
         }
         if self.modes.as_ref().is_some_and(Vec::is_empty) {
             return Err(err("modes", "give at least one mode".into()));
@@ -371,8 +372,8 @@ fn list(v: &[u32]) -> String {
 }
 
 /// `"4x2"` -> (4, 2).
-pub fn parse_shape(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("`{s}` is not a `PxT` shape (processes x threads, each at least 1)");
+pub fn parse_shape(s: &str) -> Result<(u32, u32), ValueError> {
+    let bad = || ValueError::BadShape { shape: s.into() };
     let (p, t) = s.split_once('x').ok_or_else(bad)?;
     let p: u32 = p.trim().parse().map_err(|_| bad())?;
     let t: u32 = t.trim().parse().map_err(|_| bad())?;

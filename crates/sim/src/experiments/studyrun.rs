@@ -1,6 +1,7 @@
 //! Study experiments: call the issue-4 study of the `[study]` section on each machine, once
 //! per machine with the experiment's seed (a study has no repetitions).
 
+use super::error::RunFailure;
 use super::study_spec::{StudyKind, StudySection};
 use crate::studies::{autonuma, convergence, light_load, oltp};
 use serde::Serialize;
@@ -21,34 +22,33 @@ pub fn run(
     machine: &str,
     seed: u64,
     tick: &(dyn Fn() + Sync),
-) -> Result<StudyResults, String> {
+) -> Result<StudyResults, RunFailure> {
     let machines = s.machines(machine);
     let ticks = |n: usize| (0..n).for_each(|_| tick());
-    let each = |m: &String| -> Result<StudyResults, String> {
+    let each = |m: &String| -> Result<StudyResults, RunFailure> {
         let r = match s.kind {
             StudyKind::LightLoad => {
                 let (p, nb) = s.light_load();
-                let r = light_load::study(m, &p, &nb, seed).map_err(|e| e.to_string())?;
+                let r = light_load::study(m, &p, &nb, seed)?;
                 ticks(r.rows.len());
                 StudyResults::LightLoad(vec![r])
             }
             StudyKind::Oltp => {
                 let (t, p, mode) = s.oltp();
-                let r = oltp::study(m, &t, &p, &mode, seed).map_err(|e| e.to_string())?;
+                let r = oltp::study(m, &t, &p, &mode, seed)?;
                 ticks(r.rows.len() * 2);
                 StudyResults::Oltp(vec![r])
             }
             StudyKind::Autonuma => {
                 let (p, every) = s.autonuma();
-                let r = autonuma::study(m, &p, every, seed).map_err(|e| e.to_string())?;
+                let r = autonuma::study(m, &p, every, seed)?;
                 ticks(r.rows.len());
                 StudyResults::Autonuma(vec![r])
             }
             StudyKind::Convergence => {
                 let (shapes, modes, p, watch) = s.convergence();
                 let modes: Vec<&str> = modes.iter().map(String::as_str).collect();
-                let r = convergence::study(m, &shapes, &modes, &p, watch, seed)
-                    .map_err(|e| e.to_string())?;
+                let r = convergence::study(m, &shapes, &modes, &p, watch, seed)?;
                 ticks(r.rows.len());
                 StudyResults::Convergence(vec![r])
             }
@@ -63,7 +63,7 @@ pub fn run(
             Some(acc) => acc.append(r),
         });
     }
-    all.ok_or_else(|| "no machine".into())
+    all.ok_or(RunFailure::NoMachine)
 }
 
 impl StudyResults {

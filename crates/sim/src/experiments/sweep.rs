@@ -17,6 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{RunFailure, SweepError};
 use super::spec::{Metric, NumaTestSection};
 use crate::numa_test::CellSummary;
 use crate::sched::{self, SchedSpec};
@@ -47,7 +48,7 @@ pub struct SweepResult {
 
 impl Sweep {
     /// The column's spec with `option` set to `value`.
-    pub fn spec_for(&self, value: &str) -> Result<SchedSpec, String> {
+    pub fn spec_for(&self, value: &str) -> Result<SchedSpec, SweepError> {
         let mut s = SchedSpec::parse(&self.scheduler)?;
         s.options.retain(|(k, _)| k != &self.option);
         s.options.push((self.option.clone(), value.to_string()));
@@ -56,23 +57,29 @@ impl Sweep {
 
     /// Checks the sweep against the experiment's columns and the machine; a message naming
     /// what is wrong.
-    pub fn check(&self, schedulers: &[String], topo: &Topology) -> Result<(), String> {
+    pub fn check(&self, schedulers: &[String], topo: &Topology) -> Result<(), SweepError> {
         if !schedulers.contains(&self.scheduler) {
-            return Err(format!("`{}` is not one of `schedulers`", self.scheduler));
+            return Err(SweepError::NotAColumn {
+                scheduler: self.scheduler.clone(),
+            });
         }
         if self.values.is_empty() || self.tasks.is_empty() || self.tasks.contains(&0) {
-            return Err("give at least one value and one task count of at least 1".into());
+            return Err(SweepError::Empty);
         }
         if self.reps == 0 {
-            return Err("reps must be at least 1".into());
+            return Err(SweepError::NoReps);
         }
-        crate::budget::reps("reps", f64::from(self.reps)).map_err(|e| e.to_string())?;
+        crate::budget::reps("reps", f64::from(self.reps))?;
         for &t in &self.tasks {
-            crate::budget::tasks("tasks", f64::from(t)).map_err(|e| e.to_string())?;
+            crate::budget::tasks("tasks", f64::from(t))?;
         }
         for v in &self.values {
             let s = self.spec_for(v)?;
-            sched::build(&s, topo).map_err(|e| format!("{} = {v}: {e}", self.option))?;
+            sched::build(&s, topo).map_err(|source| SweepError::Value {
+                option: self.option.clone(),
+                value: v.clone(),
+                source: Box::new(source),
+            })?;
         }
         Ok(())
     }
@@ -85,7 +92,7 @@ impl Sweep {
         seed: u64,
         topo: &Arc<Topology>,
         tick: &(dyn Fn() + Sync),
-    ) -> Result<SweepResult, String> {
+    ) -> Result<SweepResult, RunFailure> {
         let mut rows = Vec::new();
         for v in &self.values {
             let spec = self.spec_for(v)?;

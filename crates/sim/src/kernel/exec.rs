@@ -1,10 +1,10 @@
 //! The program interpreter (phases, loops, messages, fork/exec, wait, exit) and task creation.
 
+use super::sched_api::{CpuScheduler, ExecPlacement};
 use super::task::{PhaseWork, Process, Task, TaskState};
 use super::{Kernel, Pid, TaskId};
 use crate::memory::{MemPolicy, Region};
 use crate::program::Phase;
-use crate::sched::{CpuScheduler, ExecPlacement};
 use topo::{CpuId, CpuSet};
 
 impl Kernel {

@@ -1,6 +1,7 @@
 //! The kernel model: per-CPU runqueues, the task life cycle (fork, exec, run, sleep, wake,
 //! exit), time slices and preemption, CPU and memory accounting, and the hooks through which a
-//! CPU-level scheduler (see [`crate::sched`]) places and balances tasks.
+//! CPU-level scheduler places and balances tasks. The kernel owns that interface
+//! ([`sched_api`]); the schedulers themselves are plug-ins in `crate::sched`.
 //!
 //! A busy CPU advances its current task in chunks: an event is posted for the next boundary
 //! (end of the phase, of the time slice, of a cold-cache refill, or of a page group being
@@ -14,6 +15,7 @@ mod exec;
 mod numa;
 mod rates;
 mod run;
+pub mod sched_api;
 pub mod task;
 mod ticks;
 
@@ -26,6 +28,7 @@ use cost::Contention;
 pub use numa::NumaCounters;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -232,6 +235,55 @@ pub struct Kernel {
     pub fault: Option<Fault>,
 }
 
+/// A broken bookkeeping rule found by [`Kernel::check_invariants`], with the items involved.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum InvariantError {
+    #[error("cpu {cpu} runs task {task} whose state is {state:?} on cpu {task_cpu}")]
+    CurrNotRunning {
+        cpu: CpuId,
+        task: TaskId,
+        state: TaskState,
+        task_cpu: CpuId,
+    },
+    #[error("task {task} runs on cpu {cpu} outside its affinity {affinity}")]
+    RunsOutsideAffinity {
+        task: TaskId,
+        cpu: CpuId,
+        affinity: String,
+    },
+    #[error("task {task} queued on cpu {cpu} is {state:?} on cpu {task_cpu}")]
+    QueuedNotRunnable {
+        task: TaskId,
+        cpu: CpuId,
+        state: TaskState,
+        task_cpu: CpuId,
+    },
+    #[error("task {task} queued on cpu {cpu} outside its affinity {affinity}")]
+    QueuedOutsideAffinity {
+        task: TaskId,
+        cpu: CpuId,
+        affinity: String,
+    },
+    #[error("nr_waiting is {counted} but {waiting} tasks wait")]
+    NrWaiting { counted: usize, waiting: usize },
+    #[error("live_tasks is {counted} but {live} tasks live")]
+    LiveTasks { counted: usize, live: usize },
+    #[error("task {task}: per-node user time {node_sum} != user time {user}")]
+    NodeUserTime {
+        task: TaskId,
+        node_sum: f64,
+        user: f64,
+    },
+    #[error("node {node} holds {used} bytes, more than its {capacity}")]
+    NodeOverfull {
+        node: NodeId,
+        used: u64,
+        capacity: u64,
+    },
+    #[error("regions hold {placed} bytes but nodes account {used}")]
+    RegionBytes { placed: u64, used: u64 },
+}
+
 /// Why the kernel model stopped a run that would not end or would exhaust memory.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Fault {
@@ -417,46 +469,52 @@ impl Kernel {
 impl Kernel {
     /// Check the model's bookkeeping; returns the first broken rule. Tests call this after
     /// every event.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub fn check_invariants(&self) -> Result<(), InvariantError> {
         let mut waiting = 0;
         for (cpu, rq) in self.rqs.iter().enumerate() {
             if let Some(t) = rq.curr {
                 let task = &self.tasks[t];
                 if task.state != TaskState::Running || task.cpu != cpu {
-                    return Err(format!(
-                        "cpu {cpu} runs task {t} whose state is {:?} on cpu {}",
-                        task.state, task.cpu
-                    ));
+                    return Err(InvariantError::CurrNotRunning {
+                        cpu,
+                        task: t,
+                        state: task.state,
+                        task_cpu: task.cpu,
+                    });
                 }
                 if !task.affinity.contains(cpu) {
-                    return Err(format!(
-                        "task {t} runs on cpu {cpu} outside its affinity {}",
-                        task.affinity
-                    ));
+                    return Err(InvariantError::RunsOutsideAffinity {
+                        task: t,
+                        cpu,
+                        affinity: task.affinity.to_string(),
+                    });
                 }
             }
             for t in rq.queue.iter() {
                 let task = &self.tasks[t];
                 if task.state != TaskState::Runnable || task.cpu != cpu {
-                    return Err(format!(
-                        "task {t} queued on cpu {cpu} is {:?} on cpu {}",
-                        task.state, task.cpu
-                    ));
+                    return Err(InvariantError::QueuedNotRunnable {
+                        task: t,
+                        cpu,
+                        state: task.state,
+                        task_cpu: task.cpu,
+                    });
                 }
                 if !task.affinity.contains(cpu) {
-                    return Err(format!(
-                        "task {t} queued on cpu {cpu} outside its affinity {}",
-                        task.affinity
-                    ));
+                    return Err(InvariantError::QueuedOutsideAffinity {
+                        task: t,
+                        cpu,
+                        affinity: task.affinity.to_string(),
+                    });
                 }
                 waiting += 1;
             }
         }
         if waiting != self.nr_waiting {
-            return Err(format!(
-                "nr_waiting is {} but {waiting} tasks wait",
-                self.nr_waiting
-            ));
+            return Err(InvariantError::NrWaiting {
+                counted: self.nr_waiting,
+                waiting,
+            });
         }
         let live = self
             .tasks
@@ -464,26 +522,28 @@ impl Kernel {
             .filter(|t| t.state != TaskState::Exited)
             .count();
         if live != self.live_tasks {
-            return Err(format!(
-                "live_tasks is {} but {live} tasks live",
-                self.live_tasks
-            ));
+            return Err(InvariantError::LiveTasks {
+                counted: self.live_tasks,
+                live,
+            });
         }
         for (i, t) in self.tasks.iter().enumerate() {
             let node_sum: f64 = t.node_user_ns.iter().sum();
             if (node_sum - t.user_ns).abs() > 1e-6 * t.user_ns.max(1.0) {
-                return Err(format!(
-                    "task {i}: per-node user time {node_sum} != user time {}",
-                    t.user_ns
-                ));
+                return Err(InvariantError::NodeUserTime {
+                    task: i,
+                    node_sum,
+                    user: t.user_ns,
+                });
             }
         }
         for (n, &used) in self.mem.used.iter().enumerate() {
             if used > self.mem.capacity[n] {
-                return Err(format!(
-                    "node {n} holds {used} bytes, more than its {}",
-                    self.mem.capacity[n]
-                ));
+                return Err(InvariantError::NodeOverfull {
+                    node: n,
+                    used,
+                    capacity: self.mem.capacity[n],
+                });
             }
         }
         let placed: u64 = self
@@ -494,9 +554,7 @@ impl Kernel {
             .sum();
         let used: u64 = self.mem.used.iter().sum();
         if placed != used {
-            return Err(format!(
-                "regions hold {placed} bytes but nodes account {used}"
-            ));
+            return Err(InvariantError::RegionBytes { placed, used });
         }
         Ok(())
     }

@@ -1,10 +1,10 @@
 //! Running tasks: enqueue and dispatch, progress and accounting, time slices, preemption,
 //! wake-ups and sleeps. Balance ticks are in `ticks.rs`, rates and contention in `rates.rs`.
 
+use super::sched_api::{CpuScheduler, IdleType};
 use super::task::{PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::engine::Event;
-use crate::sched::{CpuScheduler, IdleType};
 use crate::time::Ns;
 use topo::CpuId;
 

@@ -3,8 +3,8 @@
 //! (they are "parked" until some runqueue holds a waiting task).
 
 use super::Kernel;
+use super::sched_api::{CpuScheduler, IdleType};
 use crate::engine::Event;
-use crate::sched::{CpuScheduler, IdleType};
 use topo::CpuId;
 
 impl Kernel {

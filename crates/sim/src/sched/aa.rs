@@ -16,6 +16,7 @@ use super::options::SchedOptions;
 use super::wake::{idle_elsewhere, idle_on_node, other_nodes_by_distance, preemptable_on_node};
 use super::{CpuScheduler, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::sched::error::OptionError;
 use crate::time::Ns;
 use topo::{CpuId, NodeId, Topology};
 
@@ -26,7 +27,7 @@ pub struct Aa {
 }
 
 impl Aa {
-    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
         let spans = super::domain::node_spans(topo);

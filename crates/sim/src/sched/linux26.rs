@@ -18,6 +18,7 @@ use super::o1::O1Params;
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::sched::error::OptionError;
 use crate::time::{MS, Ns};
 use topo::{CpuId, Topology};
 
@@ -36,7 +37,7 @@ pub struct Linux26Numa {
 }
 
 impl Linux26Numa {
-    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
         let node_idle = o.duration("node_idle_interval", 5 * MS)?.max(1);

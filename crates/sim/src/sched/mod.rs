@@ -1,10 +1,15 @@
 //! CPU-level schedulers. Each one is a plug-in with hooks into the kernel model: where a
 //! forked or exec'ed task goes, where a woken task goes, and what periodic, idle and
 //! new-idle load balancing does. docs/POLICIES.md describes each in prose.
+//!
+//! [`registry::SCHEDULERS`] is the one table of schedulers (name, one line, constructor);
+//! the hooks they implement ([`CpuScheduler`]) belong to the kernel model
+//! ([`crate::kernel::sched_api`]) and are re-exported here.
 
 mod aa;
 mod balance;
 pub mod domain;
+pub mod error;
 pub mod linux;
 mod linux26;
 mod node_affine;
@@ -12,152 +17,19 @@ mod node_balance;
 mod o1;
 mod options;
 mod pmqs;
+pub mod registry;
 mod simple_numa;
 mod wake;
 
 pub use aa::Aa;
 pub use balance::{QueueBalancer, Threshold, pull_order};
+pub use error::{OptionError, SchedError, SpecError};
 pub use linux26::Linux26Numa;
 pub use node_affine::NodeAffine;
 pub use o1::O1;
 pub use options::{SchedOptions, SchedSpec};
 pub use pmqs::Pmqs;
+pub use registry::{SCHEDULERS, SchedulerEntry, build};
 pub use simple_numa::SimpleNuma;
 
-use crate::kernel::{Kernel, KernelParams, TaskId};
-use crate::time::Ns;
-use topo::{CpuId, NodeId};
-
-/// Why a balancing pass runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IdleType {
-    /// Periodic, on a CPU that is running something.
-    Busy,
-    /// Periodic, on an idle CPU.
-    Idle,
-    /// The CPU is about to go idle.
-    NewIdle,
-}
-
-impl IdleType {
-    pub fn is_idle(self) -> bool {
-        self != IdleType::Busy
-    }
-}
-
-/// What a scheduler decides when a new process execs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExecPlacement {
-    /// Move the task to this CPU (None: stay where fork put it).
-    pub cpu: Option<CpuId>,
-    /// Give the task this home node.
-    pub home: Option<NodeId>,
-    /// Allocate its memory on the home node (preferred policy) instead of first touch.
-    pub alloc_on_home: bool,
-}
-
-/// A CPU-level scheduler.
-pub trait CpuScheduler: Send {
-    /// Registry name, e.g. `o1`.
-    fn name(&self) -> &'static str;
-    /// The effective value of every option, for reports.
-    fn options(&self) -> Vec<(String, String)>;
-    /// Kernel tunables of the era this scheduler belongs to.
-    fn kernel_params(&self) -> KernelParams;
-    /// Time between periodic balancing passes on `cpu`.
-    fn balance_interval(&self, k: &Kernel, cpu: CpuId, idle: bool) -> Ns;
-    /// One balancing pass on `cpu` (pulls tasks to it).
-    fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType);
-    /// CPU of a newly forked task (default: the parent's CPU, as 2.5 kernels did).
-    fn fork_cpu(&mut self, _k: &Kernel, parent_cpu: CpuId, _child: TaskId) -> CpuId {
-        parent_cpu
-    }
-    /// Placement at exec (default: none).
-    fn exec(&mut self, _k: &Kernel, _task: TaskId, _cpu: CpuId) -> ExecPlacement {
-        ExecPlacement::default()
-    }
-    /// CPU a woken task is queued on (default: the one it last ran on).
-    fn wake_cpu(&mut self, k: &Kernel, task: TaskId) -> CpuId {
-        k.tasks[task].cpu
-    }
-    /// The task's home node as this scheduler sees it, for reports.
-    fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {
-        k.tasks[task].home_node
-    }
-    /// Period of the scheduler's own machine-wide timer, if it has one (default: none).
-    fn timer_period(&self) -> Option<Ns> {
-        None
-    }
-    /// The machine-wide timer fired (only called when `timer_period` is set).
-    fn on_timer(&mut self, _k: &mut Kernel) {}
-}
-
-/// Names of all CPU-level schedulers.
-pub const SCHEDULERS: &[(&str, &str)] = &[
-    (
-        "o1",
-        "A: the 2.5 O(1) scheduler, NUMA-oblivious (one flat balancing domain)",
-    ),
-    (
-        "o1-steal1",
-        "B: O(1) stealing at most one task per balancing call (2.4.18 base)",
-    ),
-    (
-        "simple-numa",
-        "C: simple NUMA (exec to least loaded node, cross-node every 10th balance)",
-    ),
-    (
-        "pool",
-        "D: pooling NUMA scheduler (remote steals after pool_delay)",
-    ),
-    (
-        "node-affine-static",
-        "E: node-affine, initial load balancing, static homenode",
-    ),
-    (
-        "node-affine-dynamic",
-        "F: node-affine, no initial balancing, homenode = node with most memory",
-    ),
-    (
-        "aa",
-        "Arcangeli's multi-queue: own node first, remote pull only when the node is idle",
-    ),
-    (
-        "pmqs",
-        "IBM pooled multi-queue: pool-local search, periodic inter-pool push (500 ms)",
-    ),
-    (
-        "linux-2.6-numa",
-        "the 2.6.0 kernel's NUMA scheduler (node rebalance 5/400 ms, exec balancing)",
-    ),
-    (
-        "linux",
-        "today's Linux: domains, wake-affine, NUMA balancing, NUMA imbalance rule",
-    ),
-];
-
-/// Build a scheduler from a spec such as `o1` or `node-affine-static:home_bonus=2`.
-pub fn build(spec: &SchedSpec, topo: &topo::Topology) -> Result<Box<dyn CpuScheduler>, String> {
-    let mut opts = SchedOptions::new(&spec.name, &spec.options);
-    let s: Box<dyn CpuScheduler> = match spec.name.as_str() {
-        "o1" => Box::new(O1::new(topo, &mut opts)?),
-        "o1-steal1" => Box::new(O1::steal1(topo, &mut opts)?),
-        "simple-numa" => Box::new(SimpleNuma::new(topo, &mut opts)?),
-        "pool" => Box::new(NodeAffine::pool(topo, &mut opts)?),
-        "aa" => Box::new(Aa::new(topo, &mut opts)?),
-        "pmqs" => Box::new(Pmqs::new(topo, &mut opts)?),
-        "linux-2.6-numa" => Box::new(Linux26Numa::new(topo, &mut opts)?),
-        "node-affine-static" => Box::new(NodeAffine::new(topo, false, &mut opts)?),
-        "node-affine-dynamic" => Box::new(NodeAffine::new(topo, true, &mut opts)?),
-        "linux" => Box::new(linux::Linux::new(topo, &mut opts)?),
-        other => {
-            let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "unknown scheduler `{other}` (valid: {})",
-                names.join(", ")
-            ));
-        }
-    };
-    opts.finish()?;
-    Ok(s)
-}
+pub use crate::kernel::sched_api::{CpuScheduler, ExecPlacement, IdleType};

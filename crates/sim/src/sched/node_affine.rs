@@ -23,6 +23,7 @@ use super::o1::{O1Params, balance_level};
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId, TaskState};
+use crate::sched::error::OptionError;
 use crate::time::{MS, Ns};
 use topo::{CpuId, CpuSet, NodeId, Topology};
 
@@ -56,7 +57,7 @@ pub struct NodeAffine {
 }
 
 impl NodeAffine {
-    pub fn new(topo: &Topology, dynamic: bool, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, dynamic: bool, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let flavor = if dynamic {
             Flavor::Dynamic
         } else {
@@ -67,12 +68,16 @@ impl NodeAffine {
 
     /// Scheduler D, `pool`: options `pool_delay` (idle CPUs), `pool_delay_busy` and
     /// `initial_lb` (off by default, as in the A-F comparison).
-    pub fn pool(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn pool(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let initial_lb = o.flag("initial_lb", false)?;
         Self::with_flavor(topo, Flavor::Pool { initial_lb }, o)
     }
 
-    fn with_flavor(topo: &Topology, flavor: Flavor, o: &mut SchedOptions) -> Result<Self, String> {
+    fn with_flavor(
+        topo: &Topology,
+        flavor: Flavor,
+        o: &mut SchedOptions,
+    ) -> Result<Self, OptionError> {
         let p = O1Params::from_options(o)?;
         let pool = matches!(flavor, Flavor::Pool { .. });
         let n = topo.nr_cpus();

@@ -10,6 +10,7 @@ use super::domain::{BalanceLevel, Domains};
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, IdleType};
 use crate::kernel::{Kernel, KernelParams};
+use crate::sched::error::OptionError;
 use crate::time::{MS, Ns};
 use topo::{CpuId, CpuSet, Topology};
 
@@ -26,12 +27,12 @@ pub struct O1Params {
 
 impl O1Params {
     /// Read the 2.5.39 defaults and their overrides.
-    pub fn from_options(o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn from_options(o: &mut SchedOptions) -> Result<Self, OptionError> {
         Self::with_max_pull(o, 0)
     }
 
     /// As [`O1Params::from_options`], with another default for `max_pull`.
-    pub fn with_max_pull(o: &mut SchedOptions, max_pull: u64) -> Result<Self, String> {
+    pub fn with_max_pull(o: &mut SchedOptions, max_pull: u64) -> Result<Self, OptionError> {
         let d = KernelParams::default();
         Ok(O1Params {
             busy_interval: o.duration("busy_interval", 200 * MS)?.max(1),
@@ -143,17 +144,17 @@ pub struct O1 {
 }
 
 impl O1 {
-    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         Self::build(topo, "o1", O1Params::from_options(o)?)
     }
 
     /// Scheduler B, `o1-steal1`: the same balancer, moving at most one task per call (the
     /// 2.4.18-based O(1) variant of the A-F comparison).
-    pub fn steal1(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn steal1(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         Self::build(topo, "o1-steal1", O1Params::with_max_pull(o, 1)?)
     }
 
-    fn build(topo: &Topology, name: &'static str, p: O1Params) -> Result<Self, String> {
+    fn build(topo: &Topology, name: &'static str, p: O1Params) -> Result<Self, OptionError> {
         let n = topo.nr_cpus();
         let d = Domains::new(vec![p.level("FLAT", vec![topo.all_cpus(); n])], n);
         Ok(O1 {

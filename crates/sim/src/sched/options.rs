@@ -1,5 +1,6 @@
 //! Scheduler specs on the command line: `name` or `name:key=value,key=value`.
 
+use super::error::{OptionError, SpecError};
 use crate::time::{MS, Ns, US};
 use std::fmt;
 
@@ -12,13 +13,13 @@ pub struct SchedSpec {
 
 impl SchedSpec {
     /// Parse `name[:key=value,...]`.
-    pub fn parse(s: &str) -> Result<SchedSpec, String> {
+    pub fn parse(s: &str) -> Result<SchedSpec, SpecError> {
         let (name, rest) = match s.split_once(':') {
             Some((n, r)) => (n.trim(), Some(r)),
             None => (s.trim(), None),
         };
         if name.is_empty() {
-            return Err(format!("empty scheduler name in `{s}`"));
+            return Err(SpecError::EmptyName { spec: s.into() });
         }
         let mut options = Vec::new();
         for kv in rest
@@ -27,7 +28,10 @@ impl SchedSpec {
             .filter(|x| !x.trim().is_empty())
         {
             let Some((k, v)) = kv.split_once('=') else {
-                return Err(format!("scheduler option `{kv}` in `{s}` is not key=value"));
+                return Err(SpecError::NotKeyValue {
+                    item: kv.into(),
+                    spec: s.into(),
+                });
             };
             options.push((k.trim().to_string(), v.trim().to_string()));
         }
@@ -39,7 +43,7 @@ impl SchedSpec {
 
     /// Parse a comma list of specs where options use `:` after each name; specs are
     /// separated by `;` or by `,` when no options are given (`o1,node-affine-static`).
-    pub fn parse_list(s: &str) -> Result<Vec<SchedSpec>, String> {
+    pub fn parse_list(s: &str) -> Result<Vec<SchedSpec>, SpecError> {
         if s.contains(';') || !s.contains(':') {
             let sep = if s.contains(';') { ';' } else { ',' };
             return s
@@ -57,7 +61,9 @@ impl SchedSpec {
                         last.push(',');
                         last.push_str(item);
                     }
-                    None => return Err(format!("scheduler list `{s}` starts with an option")),
+                    None => {
+                        return Err(SpecError::ListStartsWithOption { list: s.into() });
+                    }
                 }
             } else {
                 specs.push(item.to_string());
@@ -108,16 +114,11 @@ impl SchedOptions {
     }
 
     /// A duration option in ms (`200`, `200ms`, `1.5ms`, `500us`, `1s`).
-    pub fn duration(&mut self, key: &'static str, default: Ns) -> Result<Ns, String> {
+    pub fn duration(&mut self, key: &'static str, default: Ns) -> Result<Ns, OptionError> {
         let Some(v) = self.take(key) else {
             return Ok(default);
         };
-        parse_duration(&v).ok_or_else(|| {
-            format!(
-                "scheduler `{}` option `{key}`: `{v}` is not a duration (e.g. 200ms, 1s, 500us)",
-                self.sched
-            )
-        })
+        parse_duration(&v).ok_or_else(|| self.bad(key, v, "a duration (e.g. 200ms, 1s, 500us)"))
     }
 
     /// A duration option that may also be `off` (None).
@@ -125,31 +126,23 @@ impl SchedOptions {
         &mut self,
         key: &'static str,
         default: Option<Ns>,
-    ) -> Result<Option<Ns>, String> {
+    ) -> Result<Option<Ns>, OptionError> {
         let Some(v) = self.take(key) else {
             return Ok(default);
         };
         if v == "off" {
             return Ok(None);
         }
-        parse_duration(&v).map(Some).ok_or_else(|| {
-            format!(
-                "scheduler `{}` option `{key}`: `{v}` is not a duration (e.g. 500ms, 1s) or `off`",
-                self.sched
-            )
-        })
+        parse_duration(&v)
+            .map(Some)
+            .ok_or_else(|| self.bad(key, v, "a duration (e.g. 500ms, 1s) or `off`"))
     }
 
-    pub fn uint(&mut self, key: &'static str, default: u64) -> Result<u64, String> {
+    pub fn uint(&mut self, key: &'static str, default: u64) -> Result<u64, OptionError> {
         let Some(v) = self.take(key) else {
             return Ok(default);
         };
-        v.parse().map_err(|_| {
-            format!(
-                "scheduler `{}` option `{key}`: `{v}` is not a whole number",
-                self.sched
-            )
-        })
+        v.parse().map_err(|_| self.bad(key, v, "a whole number"))
     }
 
     /// A word option (the caller checks it against its choices).
@@ -157,30 +150,41 @@ impl SchedOptions {
         self.take(key).unwrap_or_else(|| default.to_string())
     }
 
-    pub fn flag(&mut self, key: &'static str, default: bool) -> Result<bool, String> {
+    pub fn flag(&mut self, key: &'static str, default: bool) -> Result<bool, OptionError> {
         let Some(v) = self.take(key) else {
             return Ok(default);
         };
         match v.as_str() {
             "on" | "true" | "1" | "yes" => Ok(true),
             "off" | "false" | "0" | "no" => Ok(false),
-            _ => Err(format!(
-                "scheduler `{}` option `{key}`: `{v}` is not on/off",
-                self.sched
-            )),
+            _ => Err(self.bad(key, v, "on/off")),
         }
     }
 
     /// Error for any option nobody asked for.
-    pub fn finish(self) -> Result<(), String> {
+    pub fn finish(self) -> Result<(), OptionError> {
         if let Some((k, _, _)) = self.given.iter().find(|(_, _, used)| !used) {
-            return Err(format!(
-                "scheduler `{}` has no option `{k}` (valid: {})",
-                self.sched,
-                self.known.join(", ")
-            ));
+            return Err(OptionError::Unknown {
+                scheduler: self.sched,
+                key: k.clone(),
+                valid: self.known,
+            });
         }
         Ok(())
+    }
+
+    /// The names of the options asked for so far, in the order asked.
+    pub fn known(&self) -> &[&'static str] {
+        &self.known
+    }
+
+    fn bad(&self, key: &str, value: String, expected: &str) -> OptionError {
+        OptionError::BadValue {
+            scheduler: self.sched.clone(),
+            key: key.into(),
+            value,
+            expected: expected.into(),
+        }
     }
 }
 
@@ -247,7 +251,7 @@ mod tests {
         let given = vec![("bogus".to_string(), "1".to_string())];
         let mut o = SchedOptions::new("o1", &given);
         let _ = o.duration("busy_interval", MS);
-        let e = o.finish().unwrap_err();
+        let e = o.finish().unwrap_err().to_string();
         assert!(e.contains("bogus") && e.contains("busy_interval"), "{e}");
     }
 }

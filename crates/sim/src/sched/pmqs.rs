@@ -19,6 +19,7 @@ use super::options::{SchedOptions, fmt_duration};
 use super::wake::{idle_elsewhere, idle_on_node, preemptable_on_node};
 use super::{CpuScheduler, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::sched::error::OptionError;
 use crate::time::{MS, Ns};
 use topo::{CpuId, NodeId, Topology};
 
@@ -30,7 +31,7 @@ pub struct Pmqs {
 }
 
 impl Pmqs {
-    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
         let spans = super::domain::node_spans(topo);

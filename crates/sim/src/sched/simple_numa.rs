@@ -14,6 +14,7 @@ use super::o1::O1Params;
 use super::options::SchedOptions;
 use super::{CpuScheduler, ExecPlacement, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::sched::error::OptionError;
 use crate::time::Ns;
 use topo::{CpuId, Topology};
 
@@ -29,7 +30,7 @@ pub struct SimpleNuma {
 }
 
 impl SimpleNuma {
-    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let p = O1Params::from_options(o)?;
         let n = topo.nr_cpus();
         let spans = super::domain::node_spans(topo);

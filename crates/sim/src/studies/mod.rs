@@ -27,10 +27,13 @@ use topo::Topology;
 pub enum StudyError {
     #[error("machine `{name}`: {reason}")]
     Machine { name: String, reason: String },
-    #[error("{0}")]
-    Scheduler(String),
+    #[error(transparent)]
+    Scheduler(#[from] crate::sched::SchedError),
     #[error("workload `{name}`: {reason}")]
-    Workload { name: String, reason: String },
+    Workload {
+        name: String,
+        reason: crate::program::ProgramError,
+    },
     #[error("{workload} with {sched}: {source}")]
     Run {
         workload: String,
@@ -56,14 +59,14 @@ pub fn prepare(
     sched: &str,
     seed: u64,
 ) -> Result<Sim, StudyError> {
-    let bad = |reason: String| StudyError::Workload {
+    let bad = |reason| StudyError::Workload {
         name: w.name.clone(),
         reason,
     };
     w.validate().map_err(bad)?;
     w.check_machine(topo).map_err(bad)?;
-    let spec = SchedSpec::parse(sched).map_err(StudyError::Scheduler)?;
-    let s = sched::build(&spec, topo).map_err(StudyError::Scheduler)?;
+    let spec = SchedSpec::parse(sched).map_err(|e| StudyError::Scheduler(e.into()))?;
+    let s = sched::build(&spec, topo)?;
     Ok(Sim::new(topo.clone(), Arc::new(w), s, seed).with_time_limit(3600 * SEC))
 }
 

@@ -36,6 +36,33 @@ pub enum WorkloadError {
     Invalid { file: String, msg: String },
 }
 
+/// What is wrong with one phase of a workload file (reported inside
+/// [`WorkloadError::Invalid`] with the program and phase number).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PhaseError {
+    #[error("a phase needs exactly one of: {kinds}")]
+    NotOneKind { kinds: &'static str },
+    #[error("unknown region `{region}` of program `{program}` (defined: {})", defined.join(", "))]
+    UnknownRegion {
+        region: String,
+        program: String,
+        defined: Vec<String>,
+    },
+    #[error("access pattern `{pattern}` (valid: random, stream)")]
+    BadPattern { pattern: String },
+    #[error("sleep must be >= 0")]
+    NegativeSleep,
+    #[error("`exec` applies to `spawn`, not to `threads` (threads never exec)")]
+    ExecOnThreads,
+    #[error("`wait = false` is not a phase: leave the phase out")]
+    WaitFalse,
+    #[error(transparent)]
+    Budget(#[from] crate::budget::BudgetError),
+    /// A program or channel the phase names is not defined.
+    #[error(transparent)]
+    Lookup(Box<WorkloadError>),
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileSpec {
@@ -287,7 +314,7 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
         channels: spec.channels.len(),
         disturbance,
     };
-    w.validate().map_err(invalid)?;
+    w.validate().map_err(|e| invalid(e.to_string()))?;
     Ok(w)
 }
 
@@ -299,17 +326,14 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn region(&self, n: &str) -> Result<usize, String> {
+    fn region(&self, n: &str) -> Result<usize, PhaseError> {
         self.regions
             .iter()
             .position(|r| r.name == n)
-            .ok_or_else(|| {
-                let names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
-                format!(
-                    "unknown region `{n}` of program `{}` (defined: {})",
-                    self.prog,
-                    names.join(", ")
-                )
+            .ok_or_else(|| PhaseError::UnknownRegion {
+                region: n.into(),
+                program: self.prog.into(),
+                defined: self.regions.iter().map(|r| r.name.clone()).collect(),
             })
     }
 }
@@ -317,7 +341,7 @@ impl Ctx<'_> {
 const PHASE_KINDS: &str =
     "compute, kernel, memory, touch, sleep, send, recv, spawn, threads, wait, loop";
 
-fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(), String> {
+fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(), PhaseError> {
     let set = [
         ph.compute.is_some(),
         ph.kernel.is_some(),
@@ -335,9 +359,9 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
     .filter(|x| **x)
     .count();
     if set != 1 {
-        return Err(format!("a phase needs exactly one of: {PHASE_KINDS}"));
+        return Err(PhaseError::NotOneKind { kinds: PHASE_KINDS });
     }
-    let err = |e: WorkloadError| e.to_string();
+    let err = |e: WorkloadError| PhaseError::Lookup(Box::new(e));
     if let Some(c) = &ph.compute {
         out.push(Phase::Compute { cycles: c.cycles });
     } else if let Some(c) = &ph.kernel {
@@ -348,7 +372,11 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
             let pattern = match a.pattern.as_str() {
                 "random" => Pattern::Random,
                 "stream" => Pattern::Stream,
-                other => return Err(format!("access pattern `{other}` (valid: random, stream)")),
+                other => {
+                    return Err(PhaseError::BadPattern {
+                        pattern: other.into(),
+                    });
+                }
             };
             accesses.push(Access {
                 region: cx.region(&a.region)?,
@@ -372,7 +400,7 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
     } else if let Some(s) = &ph.sleep {
         let ns = s.ms * MS as f64 + s.us * US as f64;
         if !(ns.is_finite() && ns >= 0.0) {
-            return Err("sleep must be >= 0".into());
+            return Err(PhaseError::NegativeSleep);
         }
         out.push(Phase::Sleep {
             ns: ns.round() as u64,
@@ -398,7 +426,7 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
             cycles_per_msg: r.cycles_per_msg,
         });
     } else if let Some(s) = &ph.spawn {
-        crate::budget::tasks("spawn.count", f64::from(s.count)).map_err(|e| e.to_string())?;
+        crate::budget::tasks("spawn.count", f64::from(s.count))?;
         out.push(Phase::Spawn {
             program: (cx.find_prog)(&s.program).map_err(err)?,
             count: s.count,
@@ -406,16 +434,16 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
         });
     } else if let Some(s) = &ph.threads {
         if s.exec.is_some() {
-            return Err("`exec` applies to `spawn`, not to `threads` (threads never exec)".into());
+            return Err(PhaseError::ExecOnThreads);
         }
-        crate::budget::tasks("threads.count", f64::from(s.count)).map_err(|e| e.to_string())?;
+        crate::budget::tasks("threads.count", f64::from(s.count))?;
         out.push(Phase::Thread {
             program: (cx.find_prog)(&s.program).map_err(err)?,
             count: s.count,
         });
     } else if let Some(w) = ph.wait {
         if !w {
-            return Err("`wait = false` is not a phase: leave the phase out".into());
+            return Err(PhaseError::WaitFalse);
         }
         out.push(Phase::Wait);
     } else if let Some(l) = &ph.repeat {

@@ -13,7 +13,7 @@ pub const SMALL: &str = "nodes=2,cpus-per-node=2";
 
 /// Every scheduler name in the registry.
 pub fn scheduler_names() -> Vec<&'static str> {
-    sched::SCHEDULERS.iter().map(|(n, _)| *n).collect()
+    sched::SCHEDULERS.iter().map(|e| e.name).collect()
 }
 
 pub fn machine(spec: &str) -> Arc<Topology> {

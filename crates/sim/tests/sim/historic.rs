@@ -218,7 +218,8 @@ fn new_scheduler_options_are_checked() {
     ] {
         let e = sim::sched::build(&sim::sched::SchedSpec::parse(spec).expect("spec"), &topo)
             .err()
-            .unwrap_or_else(|| panic!("{spec} accepted"));
+            .unwrap_or_else(|| panic!("{spec} accepted"))
+            .to_string();
         assert!(e.contains(want), "{spec}: {e}");
         assert_eq!(e.lines().count(), 1);
     }

@@ -316,7 +316,7 @@ fn bad_options_name_the_option_and_the_choices() {
         ("linux:bogus=1", "numa_balancing"),
     ] {
         let s = SchedSpec::parse(spec).expect("spec");
-        let e = sched::build(&s, &topo).err().expect(spec);
+        let e = sched::build(&s, &topo).err().expect(spec).to_string();
         assert!(e.contains(needle), "{spec}: {e}");
         assert!(!e.contains('\n'), "one line: {e}");
     }

@@ -269,7 +269,8 @@ fn impossible_memory_requests_fail_validation_with_one_line() {
     // One region larger than the machine.
     let e = workload(r#"{ name = "a", mib = 3072 }"#)
         .check_machine(&topo)
-        .expect_err("3 GiB region on a 2 GiB machine");
+        .expect_err("3 GiB region on a 2 GiB machine")
+        .to_string();
     assert!(
         !e.contains('\n') && e.contains("hog") && e.contains("`a`"),
         "{e}"
@@ -277,7 +278,8 @@ fn impossible_memory_requests_fail_validation_with_one_line() {
     // One process whose regions together are larger than the machine.
     let e = workload(r#"{ name = "a", mib = 1536 }, { name = "b", mib = 1536 }"#)
         .check_machine(&topo)
-        .expect_err("a 3 GiB process on a 2 GiB machine must be refused");
+        .expect_err("a 3 GiB process on a 2 GiB machine must be refused")
+        .to_string();
     assert!(!e.contains('\n') && e.contains("hog"), "{e}");
 }
 

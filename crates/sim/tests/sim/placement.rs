@@ -177,7 +177,7 @@ fn placement_spec_errors_name_the_culprit() {
         ("homenode:imbalance_pct=50", "imbalance_pct"),
         ("none:min_cpu=1", "no options"),
     ] {
-        let e = PlacementSpec::parse(s).expect_err(s);
+        let e = PlacementSpec::parse(s).expect_err(s).to_string();
         assert!(e.contains(want), "{s}: {e}");
     }
 }

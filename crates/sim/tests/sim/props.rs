@@ -69,7 +69,7 @@ proptest! {
             c.nodes, c.cpus, c.ratio
         );
         let topo = machine(&spec);
-        let name = sim::sched::SCHEDULERS[c.sched].0;
+        let name = sim::sched::SCHEDULERS[c.sched].name;
         let w = numa_test(&c.params);
         let mut sim = sim::Sim::new(topo.clone(), Arc::new(w), scheduler(name, &topo), c.seed)
             .with_time_limit(600 * SEC);

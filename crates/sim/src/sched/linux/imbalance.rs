@@ -17,6 +17,7 @@
 //! kernel does since 5.11; for the two earlier forms this is our choice, so that one rule
 //! decides both paths.
 
+use crate::sched::error::OptionError;
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +51,8 @@ pub struct Pair {
 impl NumaImbalance {
     pub const NAMES: &'static str = "none, rfc2020, two-tasks, quarter, imb_numa_nr";
 
-    pub fn parse(s: &str) -> Result<Self, String> {
+    /// The rule called `s`, as given to option `numa_imbalance` of scheduler `linux`.
+    pub fn parse(s: &str) -> Result<Self, OptionError> {
         Ok(match s {
             "none" => Self::None,
             "rfc2020" => Self::Rfc2020,
@@ -58,10 +60,12 @@ impl NumaImbalance {
             "quarter" => Self::Quarter,
             "imb_numa_nr" => Self::ImbNumaNr,
             _ => {
-                return Err(format!(
-                    "scheduler `linux` option `numa_imbalance`: `{s}` is not one of {}",
-                    Self::NAMES
-                ));
+                return Err(OptionError::BadValue {
+                    scheduler: "linux".into(),
+                    key: "numa_imbalance".into(),
+                    value: s.into(),
+                    expected: format!("one of {}", Self::NAMES),
+                });
             }
         })
     }
@@ -151,7 +155,7 @@ mod tests {
         assert!(R::Rfc2020.fork_stays(2, pair(2, 1)));
         assert_eq!(R::Rfc2020.lb_tasks(6, pair(3, 1)), 3);
         assert!(!R::None.fork_stays(1, pair(1, 0)));
-        let e = NumaImbalance::parse("half").unwrap_err();
+        let e = NumaImbalance::parse("half").unwrap_err().to_string();
         assert!(
             e.contains("numa_imbalance") && e.contains("imb_numa_nr"),
             "{e}"

@@ -26,6 +26,7 @@ mod wake;
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
+use crate::sched::error::OptionError;
 use crate::time::{MS, Ns, US};
 use imbalance::NumaImbalance;
 use numab::{Mode, NumaBalancing};
@@ -46,7 +47,7 @@ pub struct Linux {
 }
 
 impl Linux {
-    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let mode = Mode::parse(&o.string("numa_balancing", "on"))?;
         let rule = NumaImbalance::parse(&o.string("numa_imbalance", "imb_numa_nr"))?;
         let kernel = KernelParams {

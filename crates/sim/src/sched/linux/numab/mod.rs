@@ -24,6 +24,7 @@ mod scan;
 use super::imbalance::NumaImbalance;
 use crate::kernel::{Kernel, TaskId};
 use crate::program::Phase;
+use crate::sched::error::OptionError;
 use crate::sched::options::{SchedOptions, fmt_duration};
 use crate::time::{MS, Ns, SEC};
 use std::fmt;
@@ -42,14 +43,17 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, OptionError> {
         match s {
             "on" => Ok(Mode::On),
             "off" => Ok(Mode::Off),
             "sched-numa-2012" => Ok(Mode::SchedNuma2012),
-            _ => Err(format!(
-                "scheduler `linux` option `numa_balancing`: `{s}` is not one of on, off, sched-numa-2012"
-            )),
+            _ => Err(OptionError::BadValue {
+                scheduler: "linux".into(),
+                key: "numa_balancing".into(),
+                value: s.into(),
+                expected: "one of on, off, sched-numa-2012".into(),
+            }),
         }
     }
 }
@@ -78,7 +82,7 @@ pub struct Params {
 }
 
 impl Params {
-    pub fn from_options(o: &mut SchedOptions) -> Result<Self, String> {
+    pub fn from_options(o: &mut SchedOptions) -> Result<Self, OptionError> {
         Ok(Params {
             scan_delay: o.duration("scan_delay", SEC)?,
             scan_period_min: o.duration("scan_period_min", SEC)?.max(MS),

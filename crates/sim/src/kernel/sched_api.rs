@@ -1,0 +1,71 @@
+//! The interface between the kernel model and a CPU-level scheduler: the hooks the kernel
+//! calls ([`CpuScheduler`]) and the small types they pass ([`IdleType`], [`ExecPlacement`]).
+//! The kernel model owns this interface; the schedulers in [`crate::sched`] implement it.
+
+use super::{Kernel, KernelParams, TaskId};
+use crate::time::Ns;
+use topo::{CpuId, NodeId};
+
+/// Why a balancing pass runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleType {
+    /// Periodic, on a CPU that is running something.
+    Busy,
+    /// Periodic, on an idle CPU.
+    Idle,
+    /// The CPU is about to go idle.
+    NewIdle,
+}
+
+impl IdleType {
+    pub fn is_idle(self) -> bool {
+        self != IdleType::Busy
+    }
+}
+
+/// What a scheduler decides when a new process execs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecPlacement {
+    /// Move the task to this CPU (None: stay where fork put it).
+    pub cpu: Option<CpuId>,
+    /// Give the task this home node.
+    pub home: Option<NodeId>,
+    /// Allocate its memory on the home node (preferred policy) instead of first touch.
+    pub alloc_on_home: bool,
+}
+
+/// A CPU-level scheduler.
+pub trait CpuScheduler: Send {
+    /// Registry name, e.g. `o1`.
+    fn name(&self) -> &'static str;
+    /// The effective value of every option, for reports.
+    fn options(&self) -> Vec<(String, String)>;
+    /// Kernel tunables of the era this scheduler belongs to.
+    fn kernel_params(&self) -> KernelParams;
+    /// Time between periodic balancing passes on `cpu`.
+    fn balance_interval(&self, k: &Kernel, cpu: CpuId, idle: bool) -> Ns;
+    /// One balancing pass on `cpu` (pulls tasks to it).
+    fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType);
+    /// CPU of a newly forked task (default: the parent's CPU, as 2.5 kernels did).
+    fn fork_cpu(&mut self, _k: &Kernel, parent_cpu: CpuId, _child: TaskId) -> CpuId {
+        parent_cpu
+    }
+    /// Placement at exec (default: none).
+    fn exec(&mut self, _k: &Kernel, _task: TaskId, _cpu: CpuId) -> ExecPlacement {
+        ExecPlacement::default()
+    }
+    /// CPU a woken task is queued on (default: the one it last ran on).
+    fn wake_cpu(&mut self, k: &Kernel, task: TaskId) -> CpuId {
+        k.tasks[task].cpu
+    }
+    /// The task's home node as this scheduler sees it, for reports.
+    fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {
+        k.tasks[task].home_node
+    }
+    /// Period of the scheduler's own machine-wide timer, if it has one (default: none).
+    fn timer_period(&self) -> Option<Ns> {
+        None
+    }
+    /// The machine-wide timer fired (only called when `timer_period` is set).
+    fn on_timer(&mut self, _k: &mut Kernel) {}
+}

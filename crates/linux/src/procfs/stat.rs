@@ -18,6 +18,13 @@ use crate::{Live, Pid, Tid};
 /// `PF_KTHREAD` in the `flags` field: the task is a kernel thread.
 pub const PF_KTHREAD: u32 = 0x0020_0000;
 
+/// Whether a task is a kernel thread: `PF_KTHREAD` set, or `kthreadd` (PID 2) or one of its
+/// children. The one definition homenode uses (the scanner, the daemon's light pass and the
+/// exclusion rules all ask here).
+pub fn is_kernel_thread(pid: Pid, ppid: Pid, flags: u32) -> bool {
+    flags & PF_KTHREAD != 0 || pid == 2 || ppid == 2
+}
+
 /// A scheduling policy (field 41 of `stat`, `SCHED_*` of `sched.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SchedPolicy {
@@ -115,9 +122,9 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// `PF_KTHREAD` is set.
+    /// A kernel thread ([`is_kernel_thread`]).
     pub fn is_kernel_thread(&self) -> bool {
-        self.flags & PF_KTHREAD != 0
+        is_kernel_thread(self.pid, self.ppid, self.flags)
     }
 
     /// User plus system time, ticks.

@@ -22,9 +22,10 @@
 
 use crate::error::BenchError;
 use crate::hackbench::{self, HackbenchParams};
-use crate::nodemap::CpuNodeMap;
-use crate::procfs;
 use crate::worker::{WorkerParams, WorkerReport, worker_seed};
+use linux::Live;
+use linux::nodemap::CpuNodeMap;
+use linux::procfs::{self, stat::StatReader};
 use sim::numa_test::{CellSummary, JobRow, RunFigures};
 use std::io::Read as _;
 use std::os::unix::process::ExitStatusExt as _;
@@ -65,8 +66,8 @@ pub struct RunConfig {
     pub sample: Option<Duration>,
     pub disturb: Option<Disturbance>,
     pub nodes: CpuNodeMap,
-    /// Root of the proc tree, `/proc`.
-    pub proc_root: PathBuf,
+    /// Root of the filesystem whose `proc/` is read, `/`.
+    pub root: PathBuf,
     /// Test hook: this worker (1-based) kills itself with SIGKILL after initialising.
     pub kill_worker: Option<usize>,
 }
@@ -99,7 +100,7 @@ struct Job {
     index: usize,
     child: Child,
     pid: u32,
-    stat: procfs::StatReader,
+    stat: StatReader,
     status: Option<ExitStatus>,
     last_utime: Option<u64>,
     last_node: Option<usize>,
@@ -154,7 +155,7 @@ pub fn run_once(
             passes: cfg.passes,
             seed: worker_seed(cfg.seed, i),
             kill_self: cfg.kill_worker == Some(i),
-            proc_root: cfg.proc_root.clone(),
+            root: cfg.root.clone(),
         };
         let child = Command::new(&cfg.worker.program)
             .args(&cfg.worker.prefix_args)
@@ -174,7 +175,7 @@ pub fn run_once(
             index: i,
             child,
             pid,
-            stat: procfs::StatReader::new(procfs::stat_path(&cfg.proc_root, pid)),
+            stat: StatReader::of_pid(&cfg.root, pid),
             status: None,
             last_utime: None,
             last_node: None,
@@ -272,7 +273,7 @@ fn thread_cpu_s() -> f64 {
 
 /// Charge the user time since the last sample to the node of the CPU seen now.
 fn charge(j: &mut Job, utime: u64, cpu: usize, nodes: &CpuNodeMap) {
-    let node = nodes.node_of(cpu);
+    let node = nodes.node_or_zero(cpu);
     let delta = utime.saturating_sub(j.last_utime.unwrap_or(0));
     j.node_ticks[node] += delta;
     if j.last_node.is_some_and(|n| n != node) {
@@ -294,9 +295,9 @@ fn sample_loop(
     let mut next = Instant::now();
     loop {
         for j in jobs.0.iter_mut().filter(|j| j.status.is_none()) {
-            if let Some(st) = j.stat.read()? {
+            if let Live::Alive(st) = j.stat.read()? {
                 *samples += 1;
-                charge(j, st.utime_ticks, st.processor, &cfg.nodes);
+                charge(j, st.utime, st.processor, &cfg.nodes);
             }
         }
         let mut live = 0;
@@ -392,7 +393,7 @@ fn read_report(j: &mut Job) -> Result<WorkerReport, BenchError> {
 /// The report line of one job.
 fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     let nr_nodes = nodes.nr_nodes();
-    let isched = r.start_cpu.map(|c| nodes.node_of(c));
+    let isched = r.start_cpu.map(|c| nodes.node_or_zero(c));
     // The worker's own last reading: the stretch after the dispatcher's last sample.
     if let (Some(cpu), Some(ut)) = (r.end_cpu, r.end_utime_ticks) {
         if j.last_utime.is_none_or(|l| ut > l) {
@@ -401,7 +402,7 @@ fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     }
     let end_node = j
         .last_node
-        .or(r.end_cpu.map(|c| nodes.node_of(c)))
+        .or(r.end_cpu.map(|c| nodes.node_or_zero(c)))
         .or(isched)
         .unwrap_or(0);
     let hz = clock_ticks_per_sec();
@@ -483,13 +484,10 @@ pub struct NumaTestSet {
 pub fn host_options(set: &NumaTestSet, runs: &[BenchRun]) -> Vec<(String, String)> {
     let r = &set.run;
     let value =
-        |p: &str| procfs::read_value(&r.proc_root.join(p)).unwrap_or_else(|| "unknown".to_string());
+        |name: &str| procfs::read_sysctl(&r.root, name).unwrap_or_else(|| "unknown".to_string());
     let mut v = vec![
-        ("kernel".to_string(), value("sys/kernel/osrelease")),
-        (
-            "numa_balancing".to_string(),
-            value("sys/kernel/numa_balancing"),
-        ),
+        ("kernel".to_string(), value("kernel/osrelease")),
+        ("numa_balancing".to_string(), value("kernel/numa_balancing")),
         (
             if r.nodes.is_fake() {
                 "fake_numa"
@@ -529,7 +527,7 @@ pub fn host_options(set: &NumaTestSet, runs: &[BenchRun]) -> Vec<(String, String
 pub fn check_memory(set: &NumaTestSet) -> Result<(), BenchError> {
     let n = set.tasks.iter().copied().max().unwrap_or(1);
     let need = set.run.size.saturating_mul(20).saturating_mul(u64::from(n));
-    let avail = procfs::read_mem_available(&set.run.proc_root)?;
+    let avail = procfs::meminfo::read_mem_available(&set.run.root)?;
     if need > avail / 10 * 9 {
         return Err(BenchError::Config(format!(
             "--size {} with {n} jobs needs {} MiB, more than 90% of the {} MiB available",

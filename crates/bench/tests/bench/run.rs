@@ -33,7 +33,7 @@ fn config(tasks: u32) -> RunConfig {
         sample: Some(Duration::from_millis(2)),
         disturb: None,
         nodes: nodes(),
-        proc_root: PathBuf::from("/proc"),
+        root: PathBuf::from("/"),
         kill_worker: None,
     }
 }

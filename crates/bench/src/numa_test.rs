@@ -1,6 +1,7 @@
 //! The dispatcher: start N workers together, measure where each one runs, start the load
 //! peak three seconds in, wait for everything, and turn it into the simulator's figures
-//! ([`sim::numa_test::RunFigures`], [`sim::numa_test::CellSummary`]).
+//! ([`report::RunFigures`], [`report::CellSummary`], the `report` crate's, shared with the
+//! simulator).
 //!
 //! # Per-node time without a kernel patch
 //!
@@ -26,7 +27,7 @@ use crate::worker::{WorkerParams, WorkerReport, worker_seed};
 use linux::Live;
 use linux::nodemap::CpuNodeMap;
 use linux::procfs::{self, stat::StatReader};
-use sim::numa_test::{CellSummary, JobRow, RunFigures};
+use report::{CellSummary, JobRow, RunFigures};
 use std::io::Read as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
@@ -235,24 +236,20 @@ pub fn run_once(
         rows.push(job_row(j, &report, &cfg.nodes));
         reports.push(report);
     }
-    let total_user: f64 = rows.iter().map(|r| r.user_s).sum();
-    let total_sys: f64 = rows.iter().map(|r| r.sys_s).sum();
     let node_migrations = rows.iter().map(|r| u64::from(r.node_migrations)).sum();
+    let hackbench_s = match &peak {
+        PeakOutcome::Ran(d) => d.as_secs_f64(),
+        _ => 0.0,
+    };
     Ok(BenchRun {
-        figures: RunFigures {
-            avg_user_s: total_user / rows.len() as f64,
-            elapsed_s: elapsed.as_secs_f64(),
-            total_user_s: total_user,
-            total_sys_s: total_sys,
-            hackbench_s: match &peak {
-                PeakOutcome::Ran(d) => d.as_secs_f64(),
-                _ => 0.0,
-            },
-            events: samples,
+        figures: RunFigures::from_jobs(
+            rows,
+            elapsed.as_secs_f64(),
+            hackbench_s,
+            samples,
             node_migrations,
-            refused: [0; 3],
-            jobs: rows,
-        },
+            [0; 3],
+        ),
         peak,
         reports,
         sampler_cpu_s,
@@ -414,29 +411,18 @@ fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     }
     let total: f64 = node_s.iter().sum();
     let node_pct: Vec<f64> = if total > 0.0 {
-        node_s.iter().map(|s| s / total * 100.0).collect()
+        report::node_pct(&node_s)
     } else {
         (0..nr_nodes)
             .map(|n| if n == end_node { 100.0 } else { 0.0 })
             .collect()
     };
     // Most time; the lowest node on a tie, as the simulator does.
-    let msched = (0..nr_nodes)
-        .max_by(|&a, &b| node_pct[a].total_cmp(&node_pct[b]).then(b.cmp(&a)))
-        .unwrap_or(0);
+    let msched = report::busiest_node(&node_pct, nr_nodes);
     // Memory on a node the topology leaves out (memory-only) counts in the total only.
     let (mem_cols, _) = nodes.mem_columns(&r.mem_node_bytes);
     let mem_total: u64 = r.mem_node_bytes.iter().sum();
-    let mem_pct: Vec<f64> = mem_cols
-        .iter()
-        .map(|&b| {
-            if mem_total > 0 {
-                100.0 * b as f64 / mem_total as f64
-            } else {
-                0.0
-            }
-        })
-        .collect();
+    let mem_pct = report::mem_pct(&mem_cols, mem_total);
     // A start on another node than the first sample is a change of node too.
     let first_change =
         u32::from(isched.is_some() && j.first_node.is_some() && j.first_node != isched);
@@ -465,7 +451,7 @@ pub fn clock_ticks_per_sec() -> f64 {
 /// Summary of one N over its repetitions, in the simulator's schema.
 pub fn summarise(tasks: u32, options: &[(String, String)], runs: &[BenchRun]) -> CellSummary {
     let figures: Vec<RunFigures> = runs.iter().map(|r| r.figures.clone()).collect();
-    sim::numa_test::summarise(SCHEDULER, options, tasks, &figures)
+    report::summarise(SCHEDULER, options, tasks, &figures)
 }
 
 /// A whole benchmark: every task count, `reps` runs each.
@@ -473,7 +459,7 @@ pub fn summarise(tasks: u32, options: &[(String, String)], runs: &[BenchRun]) ->
 pub struct NumaTestSet {
     pub tasks: Vec<u32>,
     pub reps: u32,
-    /// Master seed; run `rep` of N uses [`sim::numa_test::run_seed`]`(seed, N, rep)`, as the
+    /// Master seed; run `rep` of N uses [`report::run_seed`]`(seed, N, rep)`, as the
     /// simulator does.
     pub seed: u64,
     /// Everything else; its `tasks` and `seed` are set per run.
@@ -561,7 +547,7 @@ pub fn run_set(
         for rep in 0..set.reps {
             let cfg = RunConfig {
                 tasks: n,
-                seed: sim::numa_test::run_seed(set.seed, n, rep),
+                seed: report::run_seed(set.seed, n, rep),
                 ..set.run.clone()
             };
             let r =

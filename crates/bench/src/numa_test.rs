@@ -411,7 +411,7 @@ fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     }
     let total: f64 = node_s.iter().sum();
     let node_pct: Vec<f64> = if total > 0.0 {
-        report::node_pct(&node_s)
+        report::node_share_pct(&node_s)
     } else {
         (0..nr_nodes)
             .map(|n| if n == end_node { 100.0 } else { 0.0 })

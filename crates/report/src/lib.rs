@@ -9,7 +9,7 @@
 //! | [`RunFigures`] | one run: the job rows and AverageUserTime, ElapsedTime, TotalUserTime, TotalSysTime, ... |
 //! | [`CellSummary`], [`MeanStd`], [`summarise`] | one (scheduler, N) cell over its repetitions |
 //! | [`job_table`], [`summary_block`], [`comparison_table`] | the text tables |
-//! | [`node_pct`], [`mem_pct`], [`busiest_node`] | the per-job row math both producers use |
+//! | [`node_pct`], [`node_share_pct`], [`mem_pct`], [`busiest_node`], [`RunFigures::from_jobs`] | the per-job and per-run arithmetic both producers use |
 //! | [`seed`] | the seed tree, and the seed of each run ([`run_seed`]) |
 //!
 //! Nothing here measures or simulates: the producers fill the rows, this crate does the
@@ -119,12 +119,24 @@ pub struct CellSummary {
     pub events: f64,
 }
 
-/// Percent of the total on each node: `100 x t / total`, all 0 when the total is 0.
+/// Percent of the total on each node, computed as `100 x t / total` (the simulator's
+/// rounding: its reports are reproduced to the last bit); all 0 when the total is 0.
 pub fn node_pct(time_per_node: &[f64]) -> Vec<f64> {
     let total: f64 = time_per_node.iter().sum();
     time_per_node
         .iter()
         .map(|x| if total > 0.0 { 100.0 * x / total } else { 0.0 })
+        .collect()
+}
+
+/// Percent of the total on each node, computed as the share first, `t / total x 100` (the
+/// benchmark's rounding: a job that ran on one node shows exactly 100, never a hair above);
+/// all 0 when the total is 0. Differs from [`node_pct`] only in the last bit.
+pub fn node_share_pct(time_per_node: &[f64]) -> Vec<f64> {
+    let total: f64 = time_per_node.iter().sum();
+    time_per_node
+        .iter()
+        .map(|x| if total > 0.0 { x / total * 100.0 } else { 0.0 })
         .collect()
 }
 
@@ -297,6 +309,12 @@ mod tests {
     fn row_math() {
         assert_eq!(node_pct(&[1.0, 3.0]), vec![25.0, 75.0]);
         assert_eq!(node_pct(&[0.0, 0.0]), vec![0.0, 0.0]);
+        assert_eq!(node_share_pct(&[1.0, 3.0]), vec![25.0, 75.0]);
+        assert_eq!(node_share_pct(&[0.0]), vec![0.0]);
+        // One node: exactly 100 with the share first.
+        for t in [0.1, 0.3, 2.73, 1e-7, 123.456] {
+            assert_eq!(node_share_pct(&[t, 0.0])[0], 100.0, "{t}");
+        }
         assert_eq!(mem_pct(&[1, 1], 4), vec![25.0, 25.0]);
         assert_eq!(mem_pct(&[0, 0], 0), vec![0.0, 0.0]);
         assert_eq!(busiest_node(&[1.0, 3.0, 3.0], 3), 1);

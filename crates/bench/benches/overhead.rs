@@ -36,7 +36,7 @@ fn main() {
         sample: None,
         disturb: None,
         nodes,
-        proc_root: PathBuf::from("/proc"),
+        root: PathBuf::from("/"),
         kill_worker: None,
     };
     println!(

@@ -12,9 +12,13 @@ pub enum BenchError {
         source: std::io::Error,
     },
 
-    /// A file's text is not what the kernel (or the benchmark) writes.
+    /// A file's text is not what the benchmark writes (a report read back).
     #[error("{path}: {msg}")]
     Parse { path: String, msg: String },
+
+    /// A `/proc` file could not be read or parsed (the error names the file).
+    #[error(transparent)]
+    Proc(#[from] linux::ProcError),
 
     /// The host's topology could not be read, or split into pseudo-nodes.
     #[error(transparent)]

@@ -1,6 +1,7 @@
 //! The dispatcher: start N workers together, measure where each one runs, start the load
 //! peak three seconds in, wait for everything, and turn it into the simulator's figures
-//! ([`sim::numa_test::RunFigures`], [`sim::numa_test::CellSummary`]).
+//! ([`report::RunFigures`], [`report::CellSummary`], the `report` crate's, shared with the
+//! simulator).
 //!
 //! # Per-node time without a kernel patch
 //!
@@ -22,10 +23,11 @@
 
 use crate::error::BenchError;
 use crate::hackbench::{self, HackbenchParams};
-use crate::nodemap::CpuNodeMap;
-use crate::procfs;
 use crate::worker::{WorkerParams, WorkerReport, worker_seed};
-use sim::numa_test::{CellSummary, JobRow, RunFigures};
+use linux::Live;
+use linux::nodemap::CpuNodeMap;
+use linux::procfs::{self, stat::StatReader};
+use report::{CellSummary, JobRow, RunFigures};
 use std::io::Read as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
@@ -65,8 +67,8 @@ pub struct RunConfig {
     pub sample: Option<Duration>,
     pub disturb: Option<Disturbance>,
     pub nodes: CpuNodeMap,
-    /// Root of the proc tree, `/proc`.
-    pub proc_root: PathBuf,
+    /// Root of the filesystem whose `proc/` is read, `/`.
+    pub root: PathBuf,
     /// Test hook: this worker (1-based) kills itself with SIGKILL after initialising.
     pub kill_worker: Option<usize>,
 }
@@ -99,7 +101,7 @@ struct Job {
     index: usize,
     child: Child,
     pid: u32,
-    stat: procfs::StatReader,
+    stat: StatReader,
     status: Option<ExitStatus>,
     last_utime: Option<u64>,
     last_node: Option<usize>,
@@ -154,7 +156,7 @@ pub fn run_once(
             passes: cfg.passes,
             seed: worker_seed(cfg.seed, i),
             kill_self: cfg.kill_worker == Some(i),
-            proc_root: cfg.proc_root.clone(),
+            root: cfg.root.clone(),
         };
         let child = Command::new(&cfg.worker.program)
             .args(&cfg.worker.prefix_args)
@@ -174,7 +176,7 @@ pub fn run_once(
             index: i,
             child,
             pid,
-            stat: procfs::StatReader::new(procfs::stat_path(&cfg.proc_root, pid)),
+            stat: StatReader::of_pid(&cfg.root, pid),
             status: None,
             last_utime: None,
             last_node: None,
@@ -234,24 +236,20 @@ pub fn run_once(
         rows.push(job_row(j, &report, &cfg.nodes));
         reports.push(report);
     }
-    let total_user: f64 = rows.iter().map(|r| r.user_s).sum();
-    let total_sys: f64 = rows.iter().map(|r| r.sys_s).sum();
     let node_migrations = rows.iter().map(|r| u64::from(r.node_migrations)).sum();
+    let hackbench_s = match &peak {
+        PeakOutcome::Ran(d) => d.as_secs_f64(),
+        _ => 0.0,
+    };
     Ok(BenchRun {
-        figures: RunFigures {
-            avg_user_s: total_user / rows.len() as f64,
-            elapsed_s: elapsed.as_secs_f64(),
-            total_user_s: total_user,
-            total_sys_s: total_sys,
-            hackbench_s: match &peak {
-                PeakOutcome::Ran(d) => d.as_secs_f64(),
-                _ => 0.0,
-            },
-            events: samples,
+        figures: RunFigures::from_jobs(
+            rows,
+            elapsed.as_secs_f64(),
+            hackbench_s,
+            samples,
             node_migrations,
-            refused: [0; 3],
-            jobs: rows,
-        },
+            [0; 3],
+        ),
         peak,
         reports,
         sampler_cpu_s,
@@ -272,7 +270,7 @@ fn thread_cpu_s() -> f64 {
 
 /// Charge the user time since the last sample to the node of the CPU seen now.
 fn charge(j: &mut Job, utime: u64, cpu: usize, nodes: &CpuNodeMap) {
-    let node = nodes.node_of(cpu);
+    let node = nodes.node_or_zero(cpu);
     let delta = utime.saturating_sub(j.last_utime.unwrap_or(0));
     j.node_ticks[node] += delta;
     if j.last_node.is_some_and(|n| n != node) {
@@ -294,9 +292,9 @@ fn sample_loop(
     let mut next = Instant::now();
     loop {
         for j in jobs.0.iter_mut().filter(|j| j.status.is_none()) {
-            if let Some(st) = j.stat.read()? {
+            if let Live::Alive(st) = j.stat.read()? {
                 *samples += 1;
-                charge(j, st.utime_ticks, st.processor, &cfg.nodes);
+                charge(j, st.utime, st.processor, &cfg.nodes);
             }
         }
         let mut live = 0;
@@ -392,7 +390,7 @@ fn read_report(j: &mut Job) -> Result<WorkerReport, BenchError> {
 /// The report line of one job.
 fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     let nr_nodes = nodes.nr_nodes();
-    let isched = r.start_cpu.map(|c| nodes.node_of(c));
+    let isched = r.start_cpu.map(|c| nodes.node_or_zero(c));
     // The worker's own last reading: the stretch after the dispatcher's last sample.
     if let (Some(cpu), Some(ut)) = (r.end_cpu, r.end_utime_ticks) {
         if j.last_utime.is_none_or(|l| ut > l) {
@@ -401,7 +399,7 @@ fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     }
     let end_node = j
         .last_node
-        .or(r.end_cpu.map(|c| nodes.node_of(c)))
+        .or(r.end_cpu.map(|c| nodes.node_or_zero(c)))
         .or(isched)
         .unwrap_or(0);
     let hz = clock_ticks_per_sec();
@@ -413,29 +411,18 @@ fn job_row(j: &mut Job, r: &WorkerReport, nodes: &CpuNodeMap) -> JobRow {
     }
     let total: f64 = node_s.iter().sum();
     let node_pct: Vec<f64> = if total > 0.0 {
-        node_s.iter().map(|s| s / total * 100.0).collect()
+        report::node_share_pct(&node_s)
     } else {
         (0..nr_nodes)
             .map(|n| if n == end_node { 100.0 } else { 0.0 })
             .collect()
     };
     // Most time; the lowest node on a tie, as the simulator does.
-    let msched = (0..nr_nodes)
-        .max_by(|&a, &b| node_pct[a].total_cmp(&node_pct[b]).then(b.cmp(&a)))
-        .unwrap_or(0);
+    let msched = report::busiest_node(&node_pct, nr_nodes);
     // Memory on a node the topology leaves out (memory-only) counts in the total only.
     let (mem_cols, _) = nodes.mem_columns(&r.mem_node_bytes);
     let mem_total: u64 = r.mem_node_bytes.iter().sum();
-    let mem_pct: Vec<f64> = mem_cols
-        .iter()
-        .map(|&b| {
-            if mem_total > 0 {
-                100.0 * b as f64 / mem_total as f64
-            } else {
-                0.0
-            }
-        })
-        .collect();
+    let mem_pct = report::mem_pct(&mem_cols, mem_total);
     // A start on another node than the first sample is a change of node too.
     let first_change =
         u32::from(isched.is_some() && j.first_node.is_some() && j.first_node != isched);
@@ -464,7 +451,7 @@ pub fn clock_ticks_per_sec() -> f64 {
 /// Summary of one N over its repetitions, in the simulator's schema.
 pub fn summarise(tasks: u32, options: &[(String, String)], runs: &[BenchRun]) -> CellSummary {
     let figures: Vec<RunFigures> = runs.iter().map(|r| r.figures.clone()).collect();
-    sim::numa_test::summarise(SCHEDULER, options, tasks, &figures)
+    report::summarise(SCHEDULER, options, tasks, &figures)
 }
 
 /// A whole benchmark: every task count, `reps` runs each.
@@ -472,7 +459,7 @@ pub fn summarise(tasks: u32, options: &[(String, String)], runs: &[BenchRun]) ->
 pub struct NumaTestSet {
     pub tasks: Vec<u32>,
     pub reps: u32,
-    /// Master seed; run `rep` of N uses [`sim::numa_test::run_seed`]`(seed, N, rep)`, as the
+    /// Master seed; run `rep` of N uses [`report::run_seed`]`(seed, N, rep)`, as the
     /// simulator does.
     pub seed: u64,
     /// Everything else; its `tasks` and `seed` are set per run.
@@ -483,13 +470,10 @@ pub struct NumaTestSet {
 pub fn host_options(set: &NumaTestSet, runs: &[BenchRun]) -> Vec<(String, String)> {
     let r = &set.run;
     let value =
-        |p: &str| procfs::read_value(&r.proc_root.join(p)).unwrap_or_else(|| "unknown".to_string());
+        |name: &str| procfs::read_sysctl(&r.root, name).unwrap_or_else(|| "unknown".to_string());
     let mut v = vec![
-        ("kernel".to_string(), value("sys/kernel/osrelease")),
-        (
-            "numa_balancing".to_string(),
-            value("sys/kernel/numa_balancing"),
-        ),
+        ("kernel".to_string(), value("kernel/osrelease")),
+        ("numa_balancing".to_string(), value("kernel/numa_balancing")),
         (
             if r.nodes.is_fake() {
                 "fake_numa"
@@ -529,7 +513,7 @@ pub fn host_options(set: &NumaTestSet, runs: &[BenchRun]) -> Vec<(String, String
 pub fn check_memory(set: &NumaTestSet) -> Result<(), BenchError> {
     let n = set.tasks.iter().copied().max().unwrap_or(1);
     let need = set.run.size.saturating_mul(20).saturating_mul(u64::from(n));
-    let avail = procfs::read_mem_available(&set.run.proc_root)?;
+    let avail = procfs::meminfo::read_mem_available(&set.run.root)?;
     if need > avail / 10 * 9 {
         return Err(BenchError::Config(format!(
             "--size {} with {n} jobs needs {} MiB, more than 90% of the {} MiB available",
@@ -563,7 +547,7 @@ pub fn run_set(
         for rep in 0..set.reps {
             let cfg = RunConfig {
                 tasks: n,
-                seed: sim::numa_test::run_seed(set.seed, n, rep),
+                seed: report::run_seed(set.seed, n, rep),
                 ..set.run.clone()
             };
             let r =

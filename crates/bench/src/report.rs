@@ -3,8 +3,8 @@
 //! error per figure.
 
 use crate::error::BenchError;
+use ::report::{CellSummary, MeanStd, comparison_table};
 use serde::{Deserialize, Serialize};
-use sim::numa_test::{CellSummary, MeanStd, comparison_table};
 use std::fmt::Write as _;
 
 /// The whole `--json` document: `{"machine", "problem_size", "passes", "disturb", "seed",

@@ -11,7 +11,7 @@
 //! cannot be optimised away.
 
 use crate::error::BenchError;
-use crate::procfs;
+use linux::procfs::{numa_maps, stat};
 use nix::sys::resource::{UsageWho, getrusage};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -32,8 +32,8 @@ pub struct WorkerParams {
     pub seed: u64,
     /// Test hook: after initialising, kill itself with SIGKILL.
     pub kill_self: bool,
-    /// Root of the proc tree (`/proc`).
-    pub proc_root: PathBuf,
+    /// Root of the filesystem whose `proc/` is read (`/`).
+    pub root: PathBuf,
 }
 
 /// What a worker reports on stdout (one JSON line).
@@ -62,7 +62,7 @@ pub struct WorkerReport {
 
 impl WorkerParams {
     /// The arguments that make a worker: `--index I --size S --passes P --seed X
-    /// [--kill-self] [--proc-root DIR]`.
+    /// [--kill-self] [--root DIR]`.
     pub fn to_args(&self) -> Vec<String> {
         let mut v = vec![
             "--index".to_string(),
@@ -77,9 +77,9 @@ impl WorkerParams {
         if self.kill_self {
             v.push("--kill-self".into());
         }
-        if self.proc_root != Path::new("/proc") {
-            v.push("--proc-root".into());
-            v.push(self.proc_root.display().to_string());
+        if self.root != Path::new("/") {
+            v.push("--root".into());
+            v.push(self.root.display().to_string());
         }
         v
     }
@@ -92,7 +92,7 @@ impl WorkerParams {
             passes: 0,
             seed: 1,
             kill_self: false,
-            proc_root: PathBuf::from("/proc"),
+            root: PathBuf::from("/"),
         };
         let bad = |m: String| BenchError::Config(format!("worker arguments: {m}"));
         let mut it = args.iter().map(AsRef::as_ref);
@@ -114,7 +114,7 @@ impl WorkerParams {
                         u32::try_from(num(v)?).map_err(|_| bad(format!("--passes {v} too big")))?
                 }
                 "--seed" => p.seed = num(v)?,
-                "--proc-root" => p.proc_root = PathBuf::from(v),
+                "--root" => p.root = PathBuf::from(v),
                 _ => return Err(bad(format!("unknown argument `{a}`"))),
             }
         }
@@ -214,7 +214,8 @@ impl Arrays {
 
 /// Run one worker: the job plus its report.
 pub fn run(p: &WorkerParams) -> Result<WorkerReport, BenchError> {
-    let self_stat = || procfs::read_stat(&p.proc_root, std::process::id());
+    let me = std::process::id();
+    let self_stat = || stat::read(&p.root, me).map(linux::Live::alive);
     let start = self_stat()?;
     let seed = p.seed;
     let t0 = Instant::now();
@@ -233,7 +234,11 @@ pub fn run(p: &WorkerParams) -> Result<WorkerReport, BenchError> {
         .map_err(|e| BenchError::Config(format!("getrusage: {e}")))?;
     let end = self_stat()?;
     // Where the arrays are, while they are still there.
-    let mem = procfs::read_numa_node_bytes(&p.proc_root, "self")?.unwrap_or_default();
+    let mem = numa_maps::read(&p.root, me)?
+        .alive()
+        .flatten()
+        .map(|m| m.private_node_bytes())
+        .unwrap_or_default();
     drop(arrays);
     let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
     Ok(WorkerReport {
@@ -241,7 +246,7 @@ pub fn run(p: &WorkerParams) -> Result<WorkerReport, BenchError> {
         pid: std::process::id(),
         start_cpu: start.as_ref().map(|s| s.processor),
         end_cpu: end.as_ref().map(|s| s.processor),
-        end_utime_ticks: end.as_ref().map(|s| s.utime_ticks),
+        end_utime_ticks: end.as_ref().map(|s| s.utime),
         user_s: tv(usage.user_time()),
         sys_s: tv(usage.system_time()),
         max_rss_kib: usage.max_rss(),

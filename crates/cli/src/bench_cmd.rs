@@ -219,7 +219,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
                 hackbench: bench::hackbench::HackbenchParams::groups(a.hackbench_groups),
             }),
             nodes,
-            proc_root: PathBuf::from("/proc"),
+            root: PathBuf::from("/"),
             kill_worker: a.test_kill_worker,
         },
     };
@@ -328,9 +328,9 @@ fn run_cells(
 
 fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
     let r = &set.run;
-    let kernel = bench::procfs::read_value(&r.proc_root.join("sys/kernel/osrelease"))
-        .unwrap_or_else(|| "?".into());
-    let nb = bench::procfs::read_value(&r.proc_root.join("sys/kernel/numa_balancing"))
+    let kernel =
+        linux::procfs::read_sysctl(&r.root, "kernel/osrelease").unwrap_or_else(|| "?".into());
+    let nb = linux::procfs::read_sysctl(&r.root, "kernel/numa_balancing")
         .unwrap_or_else(|| "absent".into());
     let nodes = r.nodes.node_lists();
     let layout = format!(
@@ -389,7 +389,7 @@ fn overhead(a: OverheadArgs) -> Result<()> {
         sample: None,
         disturb: None,
         nodes,
-        proc_root: PathBuf::from("/proc"),
+        root: PathBuf::from("/"),
         kill_worker: None,
     };
     bnt::check_memory(&NumaTestSet {

@@ -39,7 +39,7 @@ use topo::CpuSet;
 
 use crate::error::ProcError;
 use crate::mempolicy::MemPolicy;
-use crate::procfs::stat::{PF_KTHREAD, SchedPolicy};
+use crate::procfs::stat::{SchedPolicy, is_kernel_thread};
 use crate::sample::ProcessSample;
 use crate::{Pid, Tid, sysfs};
 
@@ -340,11 +340,6 @@ pub fn check(
     }
 }
 
-/// A kernel thread: `PF_KTHREAD` set, or `kthreadd` (PID 2) or one of its children.
-pub fn is_kernel_thread(pid: Pid, ppid: Pid, flags: u32) -> bool {
-    flags & PF_KTHREAD != 0 || pid == 2 || ppid == 2
-}
-
 /// The first real-time thread (the main thread's policy, then each sampled thread's).
 pub fn realtime(p: &ProcessSample) -> Option<Reason> {
     if p.policy.is_realtime() {
@@ -466,6 +461,7 @@ pub fn cgroup_under(path: &str, prefix: &str) -> bool {
 mod tests {
     use super::*;
     use crate::procfs::cgroup::Cpuset;
+    use crate::procfs::stat::PF_KTHREAD;
     use crate::sample::{NumaSample, ThreadSample};
 
     fn set(s: &str) -> CpuSet {

@@ -7,6 +7,7 @@
 //! | [`procfs`] | one reader per `/proc` file: `stat`, `task/TID/stat`, `status`, `numa_maps`, `maps`, `cgroup`, `sched`, `comm`, `/proc/vmstat`, PID and TID listings; the cgroup cpuset files under `/sys/fs/cgroup` |
 //! | [`sysfs`] | online CPUs, isolated CPUs, memory nodes |
 //! | [`sample`] | [`Scanner`]: one pass over `/proc` into raw [`ProcessSample`]s |
+//! | [`nodemap`] | kernel CPU and memory node numbers to node indexes, from the host's topology (optionally split into pseudo-nodes) |
 //! | [`rates`] | CPU use per process and thread, and per-node runtime, from two scans |
 //! | [`affinity`] | get/set the CPU affinity of a thread or of every thread of a process, masks of any size |
 //! | [`migrate`] | `move_pages` in bounded batches with a status per page, `migrate_pages` |
@@ -37,7 +38,7 @@
 //! - **Kernel numbering.** CPU and node numbers here are the kernel's (as in `/proc` and the
 //!   syscalls). A topology with holes (offline CPUs, left-out nodes) numbers them densely;
 //!   translate with [`topo::HostTopology::os_cpu`] / `os_node` (see
-//!   [`rates::CpuNodeMap::from_host`]).
+//!   [`nodemap::CpuNodeMap::from_host`]).
 
 pub mod affinity;
 pub mod daemon;
@@ -46,6 +47,7 @@ pub mod exclude;
 pub mod journal;
 pub mod mempolicy;
 pub mod migrate;
+pub mod nodemap;
 pub mod procfs;
 pub mod rates;
 pub mod sample;

@@ -14,67 +14,9 @@
 
 use std::time::Duration;
 
-use topo::{CpuSet, HostTopology, Topology};
-
 use crate::Tid;
+pub use crate::nodemap::CpuNodeMap;
 use crate::sample::{ProcessKey, ProcessSample, ScanResult};
-
-/// Kernel CPU number to node index.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuNodeMap {
-    node: Vec<Option<usize>>,
-    nr_nodes: usize,
-}
-
-impl CpuNodeMap {
-    /// `nodes[n]` holds the kernel CPUs of node `n`. A CPU listed twice keeps its first node.
-    pub fn from_node_cpus(nodes: &[CpuSet]) -> CpuNodeMap {
-        let mut node: Vec<Option<usize>> = Vec::new();
-        for (n, cpus) in nodes.iter().enumerate() {
-            for c in cpus.iter() {
-                if c >= node.len() {
-                    node.resize(c + 1, None);
-                }
-                node[c].get_or_insert(n);
-            }
-        }
-        CpuNodeMap {
-            node,
-            nr_nodes: nodes.len(),
-        }
-    }
-
-    /// A topology whose CPU numbers are the kernel's (a spec, or a host without holes).
-    pub fn from_topology(t: &Topology) -> CpuNodeMap {
-        let nodes: Vec<CpuSet> = t.nodes.iter().map(|n| n.cpus.clone()).collect();
-        CpuNodeMap::from_node_cpus(&nodes)
-    }
-
-    /// A host read from sysfs (or split by `topo::fake_numa`): kernel CPU `os_cpu[i]` belongs
-    /// to the node of topology CPU `i`. Node indexes are the topology's.
-    pub fn from_host(h: &HostTopology) -> CpuNodeMap {
-        let mut node: Vec<Option<usize>> = Vec::new();
-        for (i, &os) in h.os_cpu.iter().enumerate() {
-            if os >= node.len() {
-                node.resize(os + 1, None);
-            }
-            node[os] = h.topology.cpus.get(i).map(|c| c.node);
-        }
-        CpuNodeMap {
-            node,
-            nr_nodes: h.topology.nr_nodes(),
-        }
-    }
-
-    /// The node of kernel CPU `cpu`; `None` for a CPU the map does not know (offline).
-    pub fn node_of(&self, cpu: usize) -> Option<usize> {
-        self.node.get(cpu).copied().flatten()
-    }
-
-    pub fn nr_nodes(&self) -> usize {
-        self.nr_nodes
-    }
-}
 
 /// One thread's CPU use over the interval.
 #[derive(Clone, Debug, PartialEq)]

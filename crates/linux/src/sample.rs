@@ -135,7 +135,7 @@ impl ProcessSample {
 
     /// `PF_KTHREAD`, or a child of `kthreadd` (PID 2), or `kthreadd` itself.
     pub fn is_kernel_thread(&self) -> bool {
-        crate::exclude::is_kernel_thread(self.pid, self.ppid, self.flags)
+        crate::procfs::stat::is_kernel_thread(self.pid, self.ppid, self.flags)
     }
 
     pub fn cpu_ticks(&self) -> u64 {
@@ -308,7 +308,7 @@ impl Scanner {
         }
         let dir = alive!(ProcDir::open(root, pid));
         let stat = alive!(dir.stat_file("stat", &mut self.buf));
-        let kernel = crate::exclude::is_kernel_thread(pid, stat.ppid, stat.flags);
+        let kernel = crate::procfs::stat::is_kernel_thread(pid, stat.ppid, stat.flags);
         if kernel && !opts.kernel_threads {
             return Ok(None);
         }

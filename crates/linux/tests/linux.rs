@@ -1,5 +1,6 @@
 //! Integration tests of the `linux` crate (one test binary; modules under `tests/linux/`):
 //! the readers on captured and hand-made fixture trees and on malformed copies of them, the
+//! readers the benchmark samples with and the CPU to node map, the
 //! scanner and rates, the exclusion rules end to end, the journal, and the syscall wrappers on
 //! this process and its children.
 
@@ -15,5 +16,7 @@ mod journal;
 mod live;
 #[path = "linux/procfs.rs"]
 mod procfs;
+#[path = "linux/sampling.rs"]
+mod sampling;
 #[path = "linux/scan.rs"]
 mod scan;

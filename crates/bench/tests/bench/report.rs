@@ -2,7 +2,7 @@
 
 use bench::Report;
 use bench::report::{compare, prediction_error_pct};
-use sim::numa_test::{CellSummary, JobRow, MeanStd};
+use report::{CellSummary, JobRow, MeanStd};
 
 fn ms(mean: f64) -> MeanStd {
     MeanStd { mean, std: 0.0 }

@@ -4,7 +4,7 @@
 use bench::hackbench::{self, HackbenchParams};
 use bench::numa_test::{Disturbance, NumaTestSet, PeakOutcome, RunConfig, run_once, run_set};
 use bench::{BenchError, CpuNodeMap, Report, WorkerCommand};
-use sim::numa_test::MeanStd;
+use report::MeanStd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ fn config(tasks: u32) -> RunConfig {
         sample: Some(Duration::from_millis(2)),
         disturb: None,
         nodes: nodes(),
-        proc_root: PathBuf::from("/proc"),
+        root: PathBuf::from("/"),
         kill_worker: None,
     }
 }
@@ -101,7 +101,7 @@ fn per_job_rows_and_summary_are_consistent() {
                 assert!(rep.checksum > 0.0);
             }
         }
-        let of = |g: fn(&sim::numa_test::RunFigures) -> f64| {
+        let of = |g: fn(&report::RunFigures) -> f64| {
             MeanStd::of(&runs.iter().map(|r| g(&r.figures)).collect::<Vec<_>>())
         };
         assert_eq!(cell.avg_user_s, of(|f| f.avg_user_s));

@@ -2,7 +2,7 @@
 //!
 //! | Reader | File (under `ROOT/proc/`) | Cost | Absent when |
 //! | --- | --- | --- | --- |
-//! | [`stat`] | `PID/stat`, `PID/task/TID/stat` | cheap (one short line) | never: a process always has it |
+//! | [`stat`] | `PID/stat`, `PID/task/TID/stat`; [`stat::StatReader`] keeps one open and re-reads it in place | cheap (one short line) | never: a process always has it |
 //! | [`status`] | `PID/status`, `PID/task/TID/status` | cheap, about 3x `stat` | never |
 //! | [`comm`](ProcDir::comm) | `PID/comm` | cheap | never |
 //! | [`cgroup`] | `PID/cgroup`; `self/mountinfo`; `sys/fs/cgroup/.../cpuset.*` | cheap; the cpuset files once per distinct cgroup | `cgroup`: kernels without cgroups; cpuset files: no cpuset controller |
@@ -10,6 +10,8 @@
 //! | [`maps`] | `PID/maps` | moderate: one line per mapping, no page walk | never |
 //! | [`sched`] | `PID/sched` | moderate (about 40 lines) | kernels without `CONFIG_SCHED_DEBUG`; the NUMA lines without `CONFIG_NUMA_BALANCING` |
 //! | [`cpustat`] | `stat` (machine-wide) | cheap: one line per CPU | never |
+//! | [`meminfo`] | `meminfo` | cheap, machine-wide | never (`MemAvailable` before 3.14: `MemFree` instead) |
+//! | [`read_sysctl`] | `sys/...` (one value) | cheap | the files of options the kernel lacks |
 //! | [`vmstat`] | `vmstat` | cheap, machine-wide | the `numa_*` lines without `CONFIG_NUMA`, the hint-fault lines without `CONFIG_NUMA_BALANCING` |
 //! | [`list_pids`] / [`ProcDir::tids`] | `ROOT/proc/`, `PID/task/` | one `getdents` per 100 or so entries | never |
 //!
@@ -25,6 +27,7 @@
 pub mod cgroup;
 pub mod cpustat;
 pub mod maps;
+pub mod meminfo;
 pub mod numa_maps;
 pub mod sched;
 pub mod stat;
@@ -395,6 +398,14 @@ pub(crate) fn read_optional_text(path: &Path) -> Result<Option<String>, ProcErro
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ProcError::io(path, e)),
     }
+}
+
+/// The value of one sysctl, `ROOT/proc/sys/NAME` (`name` as `kernel/osrelease`), trimmed;
+/// `None` when the file cannot be read (a kernel without that option).
+pub fn read_sysctl(root: &Path, name: &str) -> Option<String> {
+    std::fs::read_to_string(proc_dir(root).join("sys").join(name))
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Splits `key:\tvalue` lines (as in `status`) into (key, value-trimmed) pairs.

@@ -10,13 +10,20 @@
 //! file is parsed as bytes.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::ProcError;
 use crate::{Live, Pid, Tid};
 
 /// `PF_KTHREAD` in the `flags` field: the task is a kernel thread.
 pub const PF_KTHREAD: u32 = 0x0020_0000;
+
+/// Whether a task is a kernel thread: `PF_KTHREAD` set, or `kthreadd` (PID 2) or one of its
+/// children. The one definition homenode uses (the scanner, the daemon's light pass and the
+/// exclusion rules all ask here).
+pub fn is_kernel_thread(pid: Pid, ppid: Pid, flags: u32) -> bool {
+    flags & PF_KTHREAD != 0 || pid == 2 || ppid == 2
+}
 
 /// A scheduling policy (field 41 of `stat`, `SCHED_*` of `sched.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -115,9 +122,9 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// `PF_KTHREAD` is set.
+    /// A kernel thread ([`is_kernel_thread`]).
     pub fn is_kernel_thread(&self) -> bool {
-        self.flags & PF_KTHREAD != 0
+        is_kernel_thread(self.pid, self.ppid, self.flags)
     }
 
     /// User plus system time, ticks.
@@ -201,6 +208,81 @@ pub fn read(root: &Path, pid: Pid) -> Result<Live<Stat>, ProcError> {
 /// Reads `ROOT/proc/PID/task/TID/stat`. `Gone` when the thread or the process has exited.
 pub fn read_task(root: &Path, pid: Pid, tid: Tid) -> Result<Live<Stat>, ProcError> {
     super::with_dir(root, pid, |d| d.task_stat(tid))
+}
+
+/// `ROOT/proc/PID/stat`.
+pub fn path(root: &Path, pid: Pid) -> PathBuf {
+    super::proc_dir(root).join(pid.to_string()).join("stat")
+}
+
+/// One `stat` file kept open and re-read in place (`pread` at offset 0) at each call: cheaper
+/// than opening it each time (about 3 us instead of 8 us per read on a 6.x kernel), for a
+/// sampler that reads the same few processes every few milliseconds. The file is opened by
+/// path, without a [`ProcDir`](super::ProcDir): once open, it stays the file of the process
+/// it was opened for.
+#[derive(Debug)]
+pub struct StatReader {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    buf: Vec<u8>,
+}
+
+/// The longest `stat` file the reader accepts.
+const MAX_STAT_BYTES: usize = 1 << 16;
+
+impl StatReader {
+    /// A reader of the file at `path` (opened at the first read).
+    pub fn new(path: PathBuf) -> Self {
+        StatReader {
+            path,
+            file: None,
+            buf: Vec::with_capacity(1024),
+        }
+    }
+
+    /// A reader of `ROOT/proc/PID/stat`.
+    pub fn of_pid(root: &Path, pid: Pid) -> Self {
+        StatReader::new(path(root, pid))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads and parses the file again. `Gone` when the process has exited (the file cannot
+    /// be opened or read, or reads empty).
+    pub fn read(&mut self) -> Result<Live<Stat>, ProcError> {
+        use std::os::unix::fs::FileExt as _;
+        if self.file.is_none() {
+            match std::fs::File::open(&self.path) {
+                Ok(f) => self.file = Some(f),
+                Err(e) if super::is_gone(&e) => return Ok(Live::Gone),
+                Err(e) => return Err(ProcError::io(&self.path, e)),
+            }
+        }
+        let Some(f) = &self.file else {
+            return Ok(Live::Gone);
+        };
+        self.buf.clear();
+        let mut chunk = [0u8; 1024];
+        loop {
+            match f.read_at(&mut chunk, self.buf.len() as u64) {
+                Ok(0) => break,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if super::is_gone(&e) => return Ok(Live::Gone),
+                Err(e) => return Err(ProcError::io(&self.path, e)),
+            }
+            if self.buf.len() > MAX_STAT_BYTES {
+                return Err(ProcError::parse(&self.path, "longer than 64 KiB"));
+            }
+        }
+        if self.buf.is_empty() {
+            return Ok(Live::Gone);
+        }
+        parse(&self.buf)
+            .map(Live::Alive)
+            .map_err(|r| ProcError::parse(&self.path, r))
+    }
 }
 
 #[cfg(test)]

@@ -11,13 +11,15 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Width of every chart, pixels; the series key takes `KEY_W` of it on the right.
-const W: u32 = 640;
+/// Width of the plot of every chart, pixels; the series key is added on the right.
+const PLOT_W: u32 = 450;
 /// Height of the charts against N or per bar.
 const H: u32 = 400;
 /// Height of the charts against time.
 const H_TIME: u32 = 280;
-const KEY_W: u32 = 190;
+/// Narrowest series key, pixels, and the most it grows to fit long labels.
+const KEY_MIN_W: u32 = 190;
+const KEY_MAX_W: u32 = 450;
 const FONT: &str = "sans-serif";
 const TITLE_PX: u32 = 16;
 const LABEL_PX: u32 = 13;
@@ -31,6 +33,9 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(0xe3, 0x77, 0xc2),
     RGBColor(0x17, 0xbe, 0xcf),
 ];
+
+/// Grid lines at the labelled ticks.
+const GRID: RGBColor = RGBColor(0xdd, 0xdd, 0xdd);
 
 type DrawError = DrawingAreaErrorKind<std::io::Error>;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -86,9 +91,9 @@ pub fn line_chart(
     xs.dedup();
     let ymax = nice_max(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
     let slot = |x: f64| xs.iter().position(|&v| v == x);
-    render(title, (W, H), |root| {
-        let (plot, key) = root.split_horizontally(W - KEY_W);
-        let mut chart = frame(&plot, title)
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    render(title, H, &labels, |plot| {
+        let mut chart = frame(plot, title)
             .build_cartesian_2d(categories(xs.len()).into_segmented(), 0.0..ymax)?;
         let x_tick = |v: &SegmentValue<u32>| match v {
             SegmentValue::Exact(i) | SegmentValue::CenterOf(i) => xs
@@ -105,6 +110,8 @@ pub fn line_chart(
             .x_desc(x_label)
             .y_desc(y_label)
             .label_style((FONT, LABEL_PX))
+            .bold_line_style(GRID)
+            .light_line_style(TRANSPARENT)
             .draw()?;
         for (i, s) in series.iter().enumerate() {
             let points = s
@@ -114,7 +121,7 @@ pub fn line_chart(
             let style = colour(i).filled().stroke_width(2);
             chart.draw_series(LineSeries::new(points, style).point_size(3))?;
         }
-        key_box(&key, series.iter().map(|s| s.label.as_str()))
+        Ok(())
     })
 }
 
@@ -131,9 +138,9 @@ pub fn time_chart(
         .fold(0.0, f64::max);
     let xmax = if xmax > 0.0 { xmax } else { 1.0 };
     let ymax = nice_max(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    render(title, (W, H_TIME), |root| {
-        let (plot, key) = root.split_horizontally(W - KEY_W);
-        let mut chart = frame(&plot, title).build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    render(title, H_TIME, &labels, |plot| {
+        let mut chart = frame(plot, title).build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
         chart
             .configure_mesh()
             .x_label_formatter(&|v| fmt_tick(*v))
@@ -141,12 +148,14 @@ pub fn time_chart(
             .x_desc(x_label)
             .y_desc(y_label)
             .label_style((FONT, LABEL_PX))
+            .bold_line_style(GRID)
+            .light_line_style(TRANSPARENT)
             .draw()?;
         for (i, s) in series.iter().enumerate() {
             let style = colour(i).stroke_width(2);
             chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?;
         }
-        key_box(&key, series.iter().map(|s| s.label.as_str()))
+        Ok(())
     })
 }
 
@@ -154,9 +163,9 @@ pub fn time_chart(
 /// on the right names the bars by colour.
 pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> Result<String, ChartError> {
     let ymax = nice_max(bars.iter().map(|b| b.max.max(b.mean)));
-    render(title, (W, H), |root| {
-        let (plot, key) = root.split_horizontally(W - KEY_W);
-        let mut chart = frame(&plot, title)
+    let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
+    render(title, H, &labels, |plot| {
+        let mut chart = frame(plot, title)
             .build_cartesian_2d(categories(bars.len()).into_segmented(), 0.0..ymax)?;
         chart
             .configure_mesh()
@@ -166,8 +175,10 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> Result<String, Cha
             .y_label_formatter(&|v| fmt_tick(*v))
             .y_desc(y_label)
             .label_style((FONT, LABEL_PX))
+            .bold_line_style(GRID)
+            .light_line_style(TRANSPARENT)
             .draw()?;
-        let slot_px = plot.dim_in_pixel().0 / bars.len().max(1) as u32;
+        let slot_px = chart.plotting_area().dim_in_pixel().0 / bars.len().max(1) as u32;
         let gap = slot_px / 5;
         for (i, b) in bars.iter().enumerate() {
             let i = i as u32;
@@ -188,21 +199,27 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> Result<String, Cha
                 chart.draw_series(std::iter::once(PathElement::new(whisker, BLACK)))?;
             }
         }
-        key_box(&key, bars.iter().map(|b| b.label.as_str()))
+        Ok(())
     })
 }
 
-/// Draws on a fresh white SVG canvas of `size` and returns the document.
+/// Draws a chart `height` pixels high: `draw` fills the plot on the left, and the key on the
+/// right names `labels` by colour. Returns the SVG document.
 fn render(
     title: &str,
-    size: (u32, u32),
+    height: u32,
+    labels: &[&str],
     draw: impl FnOnce(&Area<'_>) -> Result<(), DrawError>,
 ) -> Result<String, ChartError> {
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let key_w = (40 + 7 * longest as u32).clamp(KEY_MIN_W, KEY_MAX_W);
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (PLOT_W + key_w, height)).into_drawing_area();
+        let (plot, key) = root.split_horizontally(PLOT_W);
         root.fill(&WHITE)
-            .and_then(|()| draw(&root))
+            .and_then(|()| draw(&plot))
+            .and_then(|()| key_box(&key, labels))
             .and_then(|()| root.present())
             .map_err(|source| ChartError::Draw {
                 title: title.into(),
@@ -232,16 +249,16 @@ fn categories(n: usize) -> std::ops::Range<u32> {
 }
 
 /// The series key: a colour swatch and the label, one per line.
-fn key_box<'a>(area: &Area<'_>, labels: impl Iterator<Item = &'a str>) -> Result<(), DrawError> {
+fn key_box(area: &Area<'_>, labels: &[&str]) -> Result<(), DrawError> {
     let left = Pos::new(HPos::Left, VPos::Center);
-    for (i, label) in labels.enumerate() {
+    for (i, label) in labels.iter().enumerate() {
         let y = 40 + 18 * i as i32;
         area.draw(&Rectangle::new(
             [(8, y - 2), (20, y + 2)],
             colour(i).filled(),
         ))?;
         let style = TextStyle::from((FONT, LABEL_PX).into_font()).pos(left);
-        area.draw(&Text::new(label.to_string(), (26, y), style))?;
+        area.draw(&Text::new(*label, (26, y), style))?;
     }
     Ok(())
 }

@@ -287,7 +287,7 @@ fn fmt_tick(v: f64) -> String {
         format!("{:.0}", v.round())
     } else {
         let s = format!("{v:.2}");
-        s.trim_end_matches('0').to_string()
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -408,6 +408,8 @@ mod tests {
         assert_eq!(fmt_tick(16.0), "16");
         assert_eq!(fmt_tick(2.5), "2.5");
         assert_eq!(fmt_tick(0.25), "0.25");
+        assert_eq!(fmt_tick(0.001), "0");
+        assert_eq!(fmt_tick(1.999), "2");
         assert_eq!(nice_max([0.0, 43.0].into_iter()), 50.0);
         assert_eq!(nice_max(std::iter::empty()), 1.0);
     }

@@ -40,8 +40,13 @@ fn main() {
             autonuma::study(m, &p, 500 * MS, 1).map(|r| {
                 for s in &r.memory {
                     let file = format!("{m}-{}-{}.svg", s.program, s.numa_balancing);
-                    if let Err(e) = std::fs::write(&file, s.svg()) {
-                        eprintln!("{file}: {e}");
+                    match s.svg() {
+                        Ok(svg) => {
+                            if let Err(e) = std::fs::write(&file, svg) {
+                                eprintln!("{file}: {e}");
+                            }
+                        }
+                        Err(e) => eprintln!("{file}: {e}"),
                     }
                 }
                 r.to_markdown()

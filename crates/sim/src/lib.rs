@@ -7,9 +7,11 @@
 //! - [`memory`]: page groups, placement policies, per-node capacity;
 //! - [`workload`]: numa_test and the TOML workload format;
 //! - [`sim`]: one run; [`numa_test`]: the numa_test experiment matrix and its report;
-//! - [`experiments`]: the classic comparisons from `experiments/*.toml`, with reports.
+//! - [`experiments`]: the classic comparisons from `experiments/*.toml`, with reports;
+//! - [`charts`]: the SVG charts of the experiments and studies.
 
 pub mod budget;
+pub mod charts;
 pub mod engine;
 pub mod experiments;
 pub mod kernel;

@@ -1,5 +1,5 @@
 //! Experiments: the classic comparisons, each described by a TOML file in `experiments/`,
-//! run on the simulator and written up as a markdown report with SVG charts and a JSON
+//! run on the simulator and written up as a markdown report with SVG charts ([`crate::charts`]) and a JSON
 //! document.
 //!
 //! Three kinds exist: a numa_test matrix (schedulers x task counts x repetitions, summarised as
@@ -18,7 +18,6 @@ pub mod spec;
 mod study_report;
 pub mod study_spec;
 mod studyrun;
-mod svg;
 pub mod sweep;
 
 pub use error::{RunFailure, SweepError, ValueError};
@@ -47,6 +46,11 @@ pub enum ExperimentError {
     Run {
         name: String,
         source: Box<RunFailure>,
+    },
+    #[error("experiment `{name}`: {source}")]
+    Chart {
+        name: String,
+        source: crate::charts::ChartError,
     },
     #[error("{second}: experiment name `{name}` is already used by {first}")]
     Duplicate {
@@ -237,7 +241,11 @@ pub fn run(
     let (md, charts) = match &out.study {
         Some(r) => study_report::write(&out, r),
         None => report::write(&out, &topo),
-    };
+    }
+    .map_err(|source| ExperimentError::Chart {
+        name: spec.name.clone(),
+        source,
+    })?;
     out.markdown = md;
     out.charts = charts;
     Ok(out)

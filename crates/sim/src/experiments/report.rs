@@ -4,14 +4,14 @@
 
 use super::assumptions;
 use super::spec::{Metric, NumaTestSection};
-use super::svg::{Series, bar_chart, line_chart};
 use super::{MixCell, Outcome};
+use crate::charts::{Bar, ChartError, Series, bar_chart, line_chart};
 use crate::numa_test::{CellSummary, MeanStd};
 use std::fmt::Write as _;
 use topo::Topology;
 
 /// (markdown, charts).
-pub fn write(o: &Outcome, topo: &Topology) -> (String, Vec<(String, String)>) {
+pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, String)>), ChartError> {
     let mut md = String::new();
     let e = &o.spec;
     let _ = writeln!(md, "# {}\n", e.title);
@@ -34,14 +34,14 @@ pub fn write(o: &Outcome, topo: &Topology) -> (String, Vec<(String, String)>) {
     md.push('\n');
     let mut charts = Vec::new();
     if let Some(n) = &e.numa_test {
-        numa_tables(&mut md, &mut charts, o, n, topo);
+        numa_tables(&mut md, &mut charts, o, n, topo)?;
         for r in &o.sweeps {
             sweep_table(&mut md, r);
         }
     } else {
-        mix_table(&mut md, &mut charts, &o.mix, topo);
+        mix_table(&mut md, &mut charts, &o.mix, topo)?;
     }
-    (md, charts)
+    Ok((md, charts))
 }
 
 fn metric_of(c: &CellSummary, m: Metric) -> MeanStd {
@@ -66,7 +66,7 @@ fn numa_tables(
     o: &Outcome,
     n: &NumaTestSection,
     topo: &Topology,
-) {
+) -> Result<(), ChartError> {
     let scheds: Vec<String> = o.options.iter().map(|(s, _)| s.clone()).collect();
     let assume = assumptions::memory_bound(topo);
     let quiet = if n.no_hackbench.is_empty() {
@@ -110,11 +110,12 @@ fn numa_tables(
         let _ = writeln!(md, "\n{quiet}![{}]({file})\n", m.label());
         let _ = writeln!(md, "Model assumptions behind this table:\n\n{assume}");
         let title = format!("{}: {} on {}", o.spec.name, m.label(), o.spec.machine);
-        charts.push((file, line_chart(&title, "N (tasks)", "seconds", &series)));
+        charts.push((file, line_chart(&title, "N (tasks)", "seconds", &series)?));
     }
     if let Some(base) = &n.gain_over {
         gain_table(md, o, n, base, &scheds, &assume);
     }
+    Ok(())
 }
 
 /// One sensitivity sweep: rows the option's values, columns the task counts.
@@ -205,7 +206,12 @@ fn gain_table(
     let _ = writeln!(md, "\nModel assumptions behind this table:\n\n{assume}");
 }
 
-fn mix_table(md: &mut String, charts: &mut Vec<(String, String)>, cells: &[MixCell], t: &Topology) {
+fn mix_table(
+    md: &mut String,
+    charts: &mut Vec<(String, String)>,
+    cells: &[MixCell],
+    t: &Topology,
+) -> Result<(), ChartError> {
     let _ = writeln!(md, "## Build wall time [s]\n");
     let _ = writeln!(
         md,
@@ -225,7 +231,12 @@ fn mix_table(md: &mut String, charts: &mut Vec<(String, String)>, cells: &[MixCe
             c.elapsed_s,
             c.node_migrations
         );
-        bars.push((c.scheduler.clone(), c.build.mean, c.build.min, c.build.max));
+        bars.push(Bar {
+            label: c.scheduler.clone(),
+            mean: c.build.mean,
+            min: c.build.min,
+            max: c.build.max,
+        });
     }
     let _ = writeln!(
         md,
@@ -239,6 +250,7 @@ fn mix_table(md: &mut String, charts: &mut Vec<(String, String)>, cells: &[MixCe
     );
     charts.push((
         "build_time.svg".into(),
-        bar_chart("Build wall time (mean, min-max)", "seconds", &bars),
+        bar_chart("Build wall time (mean, min-max)", "seconds", &bars)?,
     ));
+    Ok(())
 }

@@ -4,15 +4,15 @@
 
 use super::assumptions;
 use super::studyrun::StudyResults;
-use super::svg::{Series, bar_chart, line_chart};
 use super::{ExperimentSpec, Outcome};
+use crate::charts::{Bar, ChartError, Series, bar_chart, line_chart};
 use crate::studies::{autonuma, convergence, light_load, oltp};
 use std::fmt::Write as _;
 
 type Charts = Vec<(String, String)>;
 
 /// (markdown, charts).
-pub fn write(o: &Outcome, r: &StudyResults) -> (String, Charts) {
+pub fn write(o: &Outcome, r: &StudyResults) -> Result<(String, Charts), ChartError> {
     let e = &o.spec;
     let mut md = String::new();
     let _ = writeln!(md, "# {}\n", e.title);
@@ -38,12 +38,12 @@ pub fn write(o: &Outcome, r: &StudyResults) -> (String, Charts) {
     options_table(&mut md, o);
     let mut charts = Vec::new();
     match r {
-        StudyResults::LightLoad(v) => v.iter().for_each(|x| light(&mut md, &mut charts, x)),
-        StudyResults::Oltp(v) => v.iter().for_each(|x| tps(&mut md, &mut charts, x)),
-        StudyResults::Autonuma(v) => v.iter().for_each(|x| numa(&mut md, &mut charts, x)),
-        StudyResults::Convergence(v) => v.iter().for_each(|x| conv(&mut md, &mut charts, x)),
-    }
-    (md, charts)
+        StudyResults::LightLoad(v) => v.iter().try_for_each(|x| light(&mut md, &mut charts, x)),
+        StudyResults::Oltp(v) => v.iter().try_for_each(|x| tps(&mut md, &mut charts, x)),
+        StudyResults::Autonuma(v) => v.iter().try_for_each(|x| numa(&mut md, &mut charts, x)),
+        StudyResults::Convergence(v) => v.iter().try_for_each(|x| conv(&mut md, &mut charts, x)),
+    }?;
+    Ok((md, charts))
 }
 
 fn params_table(md: &mut String, e: &ExperimentSpec) {
@@ -99,19 +99,24 @@ fn section(md: &mut String, table: &str, m: &str, charts: &[&str]) {
     let _ = writeln!(md, "Model assumptions behind this table:\n\n{text}");
 }
 
-fn light(md: &mut String, charts: &mut Charts, r: &light_load::LightLoad) {
+fn light(
+    md: &mut String,
+    charts: &mut Charts,
+    r: &light_load::LightLoad,
+) -> Result<(), ChartError> {
     let file = format!("{}-runtime.svg", r.machine);
     let bars: Vec<_> = r
         .rows
         .iter()
-        .map(|x| (x.rule.clone(), x.runtime_s, x.runtime_s, x.runtime_s))
+        .map(|x| Bar::single(x.rule.clone(), x.runtime_s))
         .collect();
     let title = format!("light-load on {}: run time per numa_imbalance", r.machine);
-    charts.push((file.clone(), bar_chart(&title, "seconds", &bars)));
+    charts.push((file.clone(), bar_chart(&title, "seconds", &bars)?));
     section(md, &r.to_markdown(), &r.machine, &[&file]);
+    Ok(())
 }
 
-fn tps(md: &mut String, charts: &mut Charts, r: &oltp::Oltp) {
+fn tps(md: &mut String, charts: &mut Charts, r: &oltp::Oltp) -> Result<(), ChartError> {
     let file = format!("{}-tps.svg", r.machine);
     let line = |label: &str, f: fn(&oltp::Row) -> f64| Series {
         label: label.into(),
@@ -128,34 +133,40 @@ fn tps(md: &mut String, charts: &mut Charts, r: &oltp::Oltp) {
     let title = format!("oltp on {}: transactions/s", r.machine);
     charts.push((
         file.clone(),
-        line_chart(&title, "client threads", "tx/s", &series),
+        line_chart(&title, "client threads", "tx/s", &series)?,
     ));
     section(md, &r.to_markdown(), &r.machine, &[&file]);
+    Ok(())
 }
 
-fn numa(md: &mut String, charts: &mut Charts, r: &autonuma::Autonuma) {
+fn numa(md: &mut String, charts: &mut Charts, r: &autonuma::Autonuma) -> Result<(), ChartError> {
     let elapsed = format!("{}-elapsed.svg", r.machine);
     let bars: Vec<_> = r
         .rows
         .iter()
         .map(|x| {
             let l = format!("{} {}", x.program, x.numa_balancing);
-            (l, x.elapsed_s, x.elapsed_s, x.elapsed_s)
+            Bar::single(l, x.elapsed_s)
         })
         .collect();
     let title = format!("autonuma-benchmark on {}: elapsed", r.machine);
-    charts.push((elapsed.clone(), bar_chart(&title, "seconds", &bars)));
+    charts.push((elapsed.clone(), bar_chart(&title, "seconds", &bars)?));
     let mut files = vec![elapsed];
     for s in &r.memory {
         let f = format!("{}-{}-{}.svg", r.machine, s.program, s.numa_balancing);
-        charts.push((f.clone(), s.svg()));
+        charts.push((f.clone(), s.svg()?));
         files.push(f);
     }
     let refs: Vec<&str> = files.iter().map(String::as_str).collect();
     section(md, &r.to_markdown(), &r.machine, &refs);
+    Ok(())
 }
 
-fn conv(md: &mut String, charts: &mut Charts, r: &convergence::Convergence) {
+fn conv(
+    md: &mut String,
+    charts: &mut Charts,
+    r: &convergence::Convergence,
+) -> Result<(), ChartError> {
     let file = format!("{}-convergence.svg", r.machine);
     // A run that never converged is drawn at the watch length and labelled so.
     let bars: Vec<_> = r
@@ -163,10 +174,11 @@ fn conv(md: &mut String, charts: &mut Charts, r: &convergence::Convergence) {
         .iter()
         .map(|x| {
             let (v, tag) = x.converged_s.map_or((r.watch_s, " (never)"), |t| (t, ""));
-            (format!("{} {}{tag}", x.shape, x.mode), v, v, v)
+            Bar::single(format!("{} {}{tag}", x.shape, x.mode), v)
         })
         .collect();
     let title = format!("convergence on {}: time to converge", r.machine);
-    charts.push((file.clone(), bar_chart(&title, "seconds", &bars)));
+    charts.push((file.clone(), bar_chart(&title, "seconds", &bars)?));
     section(md, &r.to_markdown(), &r.machine, &[&file]);
+    Ok(())
 }

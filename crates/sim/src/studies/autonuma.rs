@@ -6,6 +6,7 @@
 //! balancing only handles default-policy memory) and their threads are pinned.
 
 use super::{StudyError, machine, prepare, secs, watch};
+use crate::charts::{ChartError, Series, time_chart};
 use crate::kernel::NumaCounters;
 use crate::time::Ns;
 use crate::workload::autonuma::{AutonumaParams, Bind, numa01, numa02};
@@ -152,56 +153,26 @@ impl Autonuma {
 
 impl MemSeries {
     /// A line chart of each node's memory (GiB) over time.
-    pub fn svg(&self) -> String {
-        const W: f64 = 640.0;
-        const H: f64 = 240.0;
-        const M: f64 = 40.0;
-        let t_max = self.times_s.last().copied().unwrap_or(1.0).max(1e-9);
-        let y_max = self
+    pub fn svg(&self) -> Result<String, ChartError> {
+        let t_max = self.times_s.last().copied().unwrap_or(1.0);
+        let series: Vec<Series> = self
             .node_gib
             .iter()
-            .flatten()
-            .copied()
-            .fold(0.0, f64::max)
-            .max(1e-9);
-        let colours = [
-            "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
-        ];
-        let mut s = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"11\">\n\
-             <text x=\"{M}\" y=\"14\">{} (numa_balancing={}): GiB per node over {:.1} s</text>\n\
-             <line x1=\"{M}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-             <line x1=\"{M}\" y1=\"{M}\" x2=\"{M}\" y2=\"{}\" stroke=\"black\"/>\n\
-             <text x=\"4\" y=\"{}\">{y_max:.1}</text>\n",
-            self.program,
-            self.numa_balancing,
-            t_max,
-            H - M,
-            W - M,
-            H - M,
-            H - M,
-            M + 4.0
+            .enumerate()
+            .map(|(n, v)| Series {
+                label: format!("node {n}"),
+                points: self
+                    .times_s
+                    .iter()
+                    .copied()
+                    .zip(v.iter().copied())
+                    .collect(),
+            })
+            .collect();
+        let title = format!(
+            "{} (numa_balancing={}): GiB per node over {t_max:.1} s",
+            self.program, self.numa_balancing
         );
-        for (n, v) in self.node_gib.iter().enumerate() {
-            let pts: Vec<String> = self
-                .times_s
-                .iter()
-                .zip(v)
-                .map(|(t, g)| {
-                    let x = M + (W - 2.0 * M) * t / t_max;
-                    let y = H - M - (H - 2.0 * M) * g / y_max;
-                    format!("{x:.1},{y:.1}")
-                })
-                .collect();
-            let c = colours[n % colours.len()];
-            s += &format!(
-                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>\n\
-                 <text x=\"{}\" y=\"{}\" fill=\"{c}\">node {n}</text>\n",
-                pts.join(" "),
-                W - M + 2.0,
-                M + 14.0 * n as f64
-            );
-        }
-        s + "</svg>\n"
+        time_chart(&title, "time (s)", "GiB", &series)
     }
 }

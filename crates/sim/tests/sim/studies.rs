@@ -84,8 +84,9 @@ fn autonuma_study() {
     for row in r.rows.iter().filter(|x| x.program.contains("BIND")) {
         assert_eq!(row.numa.numa_pages_migrated, 0, "{row:?}");
     }
-    let svg = r.memory[0].svg();
-    assert!(svg.starts_with("<svg") && svg.contains("polyline") && svg.contains("node 1"));
+    let svg = r.memory[0].svg().expect("chart");
+    assert!(svg.starts_with("<svg") && svg.contains("polyline") && svg.contains("\nnode 1\n"));
+    assert!(svg.contains("GiB per node over"), "{svg}");
     assert!(r.to_markdown().contains("numa02_INVERSE_BIND"));
 }
 

@@ -166,6 +166,9 @@ pub struct Outcome {
     pub spec: ExperimentSpec,
     /// Effective options of every scheduler, in column order.
     pub options: Vec<(String, Vec<(String, String)>)>,
+    /// The kernel base each scheduler runs on in the model, in column order (report only).
+    #[serde(skip)]
+    pub kernels: Vec<&'static str>,
     pub numa_test: Vec<crate::numa_test::CellSummary>,
     pub mix: Vec<MixCell>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -208,6 +211,7 @@ pub fn run(
         topo::resolve_machine(&spec.machine).map_err(|e| fail(RunFailure::from(e)))?,
     );
     let mut options = Vec::new();
+    let mut kernels = Vec::new();
     let names: Vec<String> = match &spec.study {
         Some(s) => s.linux_specs(),
         None => spec.schedulers.clone(),
@@ -216,9 +220,11 @@ pub fn run(
         let s = crate::sched::SchedSpec::parse(&name).map_err(|e| fail(e.into()))?;
         let built = crate::sched::build(&s, &topo).map_err(|e| fail(e.into()))?;
         options.push((s.to_string(), built.options()));
+        kernels.push(built.kernel_base());
     }
     let mut out = Outcome {
         options,
+        kernels,
         numa_test: Vec::new(),
         mix: Vec::new(),
         study: None,

@@ -26,10 +26,14 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
         e.machine, e.reps, e.seed, e.name
     );
     let _ = writeln!(md, "## Schedulers and their effective options\n");
-    let _ = writeln!(md, "| column | options |\n| --- | --- |");
-    for (name, opts) in &o.options {
+    let _ = writeln!(
+        md,
+        "| column | kernel base (model) | options |\n| --- | --- | --- |"
+    );
+    for (i, (name, opts)) in o.options.iter().enumerate() {
         let list: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(md, "| `{name}` | {} |", list.join(", "));
+        let base = o.kernels.get(i).copied().unwrap_or("");
+        let _ = writeln!(md, "| `{name}` | {base} | {} |", list.join(", "));
     }
     md.push('\n');
     let mut charts = Vec::new();

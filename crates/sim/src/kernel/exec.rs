@@ -311,6 +311,8 @@ impl Kernel {
             first_cpu: None,
             last_ran: self.now,
             last_llc: None,
+            last_cpu: None,
+            left_round: 0,
             sleep_avg,
             sleep_since: self.now,
             slice_left: self.params.timeslice,

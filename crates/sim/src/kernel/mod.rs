@@ -12,6 +12,7 @@
 mod affinity;
 pub mod cost;
 mod exec;
+pub mod goodness;
 mod numa;
 mod rates;
 mod run;
@@ -52,6 +53,8 @@ pub struct KernelParams {
     /// the expired array has waited this long times the runqueue's length (plus a tick), an
     /// interactive task whose slice runs out goes to the expired array too. 0: no limit.
     pub starvation_limit: Ns,
+    /// The 2.4 `goodness()` base instead of the O(1) one (`aa`, `pmqs`): see [`goodness`].
+    pub goodness: Option<goodness::GoodnessParams>,
 }
 
 impl Default for KernelParams {
@@ -63,6 +66,7 @@ impl Default for KernelParams {
             tick: MS,
             page_group_bytes: 2 << 20,
             starvation_limit: 0,
+            goodness: None,
         }
     }
 }
@@ -405,8 +409,9 @@ impl Kernel {
     }
 
     /// A task with at least +2 priority bonus counts as interactive (nice 0 threshold).
+    /// The 2.4 base has no such notion (a sleeper's credit is its counter).
     pub fn is_interactive(&self, t: TaskId) -> bool {
-        self.prio(t) <= 118
+        self.params.goodness.is_none() && self.prio(t) <= 118
     }
 
     /// Whether `t` may move to `dst` now; `hot_ok` lets a balancer override cache hotness.

@@ -23,7 +23,7 @@ impl Kernel {
                 self.tasks[t].node_migrations += 1;
             }
         }
-        let prio = self.prio(t);
+        let prio = self.queue_prio(t, cpu);
         let seq = self.next_seq();
         let round = self.rqs[cpu].round;
         let task = &mut self.tasks[t];
@@ -40,8 +40,8 @@ impl Kernel {
                     self.unpark_balancers();
                 }
             }
-            Some(c) => {
-                if wakeup && prio < self.prio(c) {
+            Some(_) => {
+                if wakeup && self.preemption_gain(t, cpu).is_some_and(|g| g > 0) {
                     self.rqs[cpu].need_resched = true;
                     self.counters.preemptions += 1;
                     self.resched(cpu);
@@ -103,6 +103,7 @@ impl Kernel {
     pub(super) fn put_curr(&mut self, cpu: CpuId) {
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.tasks[t].last_ran = self.now;
+            self.tasks[t].left_round = self.rqs[cpu].round;
             if matches!(
                 self.tasks[t].work,
                 PhaseWork::MemOps | PhaseWork::Touch { .. }
@@ -147,7 +148,7 @@ impl Kernel {
     }
 
     fn requeue(&mut self, t: TaskId, cpu: CpuId, next_round: bool) {
-        let prio = self.prio(t);
+        let prio = self.queue_prio(t, cpu);
         let seq = self.next_seq();
         let round = self.rqs[cpu].round + u64::from(next_round);
         let task = &mut self.tasks[t];
@@ -181,6 +182,7 @@ impl Kernel {
             }
             self.rqs[cpu].round = self.tasks[t].rq_key.0;
             self.rqs[cpu].curr = Some(t);
+            self.tasks[t].last_cpu = Some(cpu);
             self.counters.context_switches += 1;
             self.tasks[t].state = TaskState::Running;
             self.tasks[t].last_settle = self.now;
@@ -351,6 +353,7 @@ impl Kernel {
         let slept = self.now.saturating_sub(task.sleep_since);
         task.sleep_avg = (task.sleep_avg + slept).min(self.params.max_sleep_avg);
         self.counters.wakeups += 1;
+        self.credit_sleeper(t);
         let mut cpu = s.wake_cpu(self, t);
         if !self.tasks[t].affinity.contains(cpu) {
             cpu = self.tasks[t].affinity.first().unwrap_or(0);

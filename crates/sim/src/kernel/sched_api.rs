@@ -42,6 +42,14 @@ pub trait CpuScheduler: Send {
     fn options(&self) -> Vec<(String, String)>;
     /// Kernel tunables of the era this scheduler belongs to.
     fn kernel_params(&self) -> KernelParams;
+    /// The kernel base the model runs this scheduler on, for reports.
+    fn kernel_base(&self) -> &'static str {
+        if self.kernel_params().goodness.is_some() {
+            "2.4 goodness() (HZ=1024)"
+        } else {
+            "O(1) (HZ=1000)"
+        }
+    }
     /// Time between periodic balancing passes on `cpu`.
     fn balance_interval(&self, k: &Kernel, cpu: CpuId, idle: bool) -> Ns;
     /// One balancing pass on `cpu` (pulls tasks to it).

@@ -78,6 +78,11 @@ pub struct Task {
     pub last_ran: Ns,
     /// LLC whose cache holds its working set, if any.
     pub last_llc: Option<usize>,
+    /// CPU it last ran on (2.4's `p->processor`, for `PROC_CHANGE_PENALTY`).
+    pub last_cpu: Option<CpuId>,
+    /// Round of its CPU's runqueue when it last left the CPU (2.4 base: the counter
+    /// recalculations a sleeper missed).
+    pub left_round: u64,
     /// O(1)-style interactivity estimate: sleep time credit, ns.
     pub sleep_avg: Ns,
     pub sleep_since: Ns,

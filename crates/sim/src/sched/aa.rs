@@ -28,7 +28,7 @@ pub struct Aa {
 
 impl Aa {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
-        let p = O1Params::from_options(o)?;
+        let p = O1Params::for_2_4(o)?;
         let n = topo.nr_cpus();
         let spans = super::domain::node_spans(topo);
         Ok(Aa {

@@ -9,6 +9,7 @@ use super::balance::{QueueBalancer, pull, pull_order};
 use super::domain::{BalanceLevel, Domains};
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, IdleType};
+use crate::kernel::goodness::{self, GoodnessParams};
 use crate::kernel::{Kernel, KernelParams};
 use crate::sched::error::OptionError;
 use crate::time::{MS, Ns};
@@ -23,12 +24,47 @@ pub struct O1Params {
     /// Most tasks one pass may move (0: up to the imbalance).
     pub max_pull: usize,
     pub kernel: KernelParams,
+    /// The scheduler offers the `base` option (the 2.4-era ones), so reports list it.
+    pub base_option: bool,
 }
 
 impl O1Params {
     /// Read the 2.5.39 defaults and their overrides.
     pub fn from_options(o: &mut SchedOptions) -> Result<Self, OptionError> {
         Self::with_max_pull(o, 0)
+    }
+
+    /// For a 2.4-era scheduler: option `base` picks the kernel it runs on, `goodness` (the
+    /// 2.4 `goodness()` scheduler, the default: HZ = 1024, a slice of `NICE_TO_TICKS(0)` =
+    /// 41 ticks, `PROC_CHANGE_PENALTY` = 20) or `o1` (the 2.5 O(1) base with its defaults).
+    pub fn for_2_4(o: &mut SchedOptions) -> Result<Self, OptionError> {
+        let base = o.choice("base", "goodness", &["goodness", "o1"])?;
+        if base == "o1" {
+            let mut p = Self::from_options(o)?;
+            p.base_option = true;
+            return Ok(p);
+        }
+        let d = KernelParams::default();
+        let tick = goodness::TICK_2_4;
+        Ok(O1Params {
+            busy_interval: o.duration("busy_interval", 200 * MS)?.max(1),
+            idle_interval: o.duration("idle_interval", MS)?.max(1),
+            imbalance_pct: o.uint("imbalance_pct", 125)?.clamp(100, 1000) as u32,
+            max_pull: o.uint("max_pull", 0)? as usize,
+            kernel: KernelParams {
+                tick,
+                timeslice: o
+                    .duration("timeslice", goodness::NICE_TO_TICKS_0 * tick)?
+                    .max(1),
+                cache_decay: o.duration("cache_decay", 10 * MS)?,
+                goodness: Some(GoodnessParams {
+                    // The largest the option takes keeps goodness within i32.
+                    proc_change_penalty: o.uint("proc_change_penalty", 20)?.min(1 << 20) as i32,
+                }),
+                ..d
+            },
+            base_option: true,
+        })
     }
 
     /// As [`O1Params::from_options`], with another default for `max_pull`.
@@ -50,11 +86,21 @@ impl O1Params {
                 starvation_limit: o.duration("starvation_limit", 2000 * MS)?,
                 ..d
             },
+            base_option: false,
         })
     }
 
     pub fn describe(&self) -> Vec<(String, String)> {
-        vec![
+        let mut v = Vec::new();
+        if self.base_option {
+            let base = if self.kernel.goodness.is_some() {
+                "goodness"
+            } else {
+                "o1"
+            };
+            v.push(("base".into(), base.into()));
+        }
+        v.extend([
             ("busy_interval".into(), fmt_duration(self.busy_interval)),
             ("idle_interval".into(), fmt_duration(self.idle_interval)),
             ("imbalance_pct".into(), self.imbalance_pct.to_string()),
@@ -67,20 +113,27 @@ impl O1Params {
                 },
             ),
             ("timeslice".into(), fmt_duration(self.kernel.timeslice)),
-            (
+        ]);
+        if let Some(g) = self.kernel.goodness {
+            v.push((
+                "proc_change_penalty".into(),
+                g.proc_change_penalty.to_string(),
+            ));
+        } else {
+            v.push((
                 "max_sleep_avg".into(),
                 fmt_duration(self.kernel.max_sleep_avg),
-            ),
-            (
-                "starvation_limit".into(),
-                if self.kernel.starvation_limit == 0 {
-                    "off".into()
-                } else {
-                    fmt_duration(self.kernel.starvation_limit)
-                },
-            ),
-            ("cache_decay".into(), fmt_duration(self.kernel.cache_decay)),
-        ]
+            ));
+            let limit = self.kernel.starvation_limit;
+            let limit = if limit == 0 {
+                "off".into()
+            } else {
+                fmt_duration(limit)
+            };
+            v.push(("starvation_limit".into(), limit));
+        }
+        v.push(("cache_decay".into(), fmt_duration(self.kernel.cache_decay)));
+        v
     }
 
     /// How many tasks a pass may move given the imbalance found.

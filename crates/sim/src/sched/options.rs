@@ -150,6 +150,22 @@ impl SchedOptions {
         self.take(key).unwrap_or_else(|| default.to_string())
     }
 
+    /// One of a fixed set of words; an error lists the valid ones.
+    pub fn choice(
+        &mut self,
+        key: &'static str,
+        default: &'static str,
+        choices: &[&'static str],
+    ) -> Result<&'static str, OptionError> {
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
+        match choices.iter().find(|&&c| c == v) {
+            Some(&c) => Ok(c),
+            None => Err(self.bad(key, v, &format!("one of {}", choices.join(", ")))),
+        }
+    }
+
     pub fn flag(&mut self, key: &'static str, default: bool) -> Result<bool, OptionError> {
         let Some(v) = self.take(key) else {
             return Ok(default);

@@ -20,13 +20,13 @@ pub fn idle_on_node(k: &Kernel, t: TaskId, node: NodeId) -> Option<CpuId> {
     k.topo.node_cpus(node).iter().find(|&c| ok(c))
 }
 
-/// A CPU of `node` whose current task has a worse priority than `t` would have (its last
-/// CPU first, then the CPU running the worst priority, lowest number on ties).
+/// A CPU of `node` whose current task `t` would preempt (its last CPU first, then the CPU
+/// where it gains most, lowest number on ties): under the O(1) base the current task has a
+/// worse priority, under the 2.4 base a lower goodness (`preemption_goodness > 0`).
 pub fn preemptable_on_node(k: &Kernel, t: TaskId, node: NodeId) -> Option<CpuId> {
     let task = &k.tasks[t];
-    let prio = k.prio(t);
-    let curr_prio = |c: CpuId| k.rqs[c].curr.map(|x| k.prio(x));
-    let ok = |c: CpuId| task.affinity.contains(c) && curr_prio(c).is_some_and(|p| p > prio);
+    let gain = |c: CpuId| k.preemption_gain(t, c);
+    let ok = |c: CpuId| task.affinity.contains(c) && gain(c).is_some_and(|g| g > 0);
     if k.node_of(task.cpu) == node && ok(task.cpu) {
         return Some(task.cpu);
     }
@@ -34,7 +34,7 @@ pub fn preemptable_on_node(k: &Kernel, t: TaskId, node: NodeId) -> Option<CpuId>
         .node_cpus(node)
         .iter()
         .filter(|&c| ok(c))
-        .max_by_key(|&c| (curr_prio(c), std::cmp::Reverse(c)))
+        .max_by_key(|&c| (gain(c), std::cmp::Reverse(c)))
 }
 
 /// Other nodes than `node`, nearest first (ties: lowest number).

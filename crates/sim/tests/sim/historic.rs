@@ -304,3 +304,79 @@ fn o1_starvation_limit_sends_interactive_tasks_to_the_expired_array() {
         "with the limit the interactive tasks ended at {chatty_on:.3} s (without: {chatty_off:.3} s), the hogs at {hogs_on:.3} s (without: {hogs_off:.3} s)"
     );
 }
+
+/// One CPU, two CPU hogs (`hog_ms` of work each) and, if `sleeper_ms` > 0, a task that
+/// sleeps 1 s and then computes `sleeper_ms`. Returns the run and the sleeper's exit (s).
+fn goodness_run(sched: &str, hog_ms: u64, sleeper_ms: u64) -> (sim::RunResult, f64) {
+    let topo = machine("nodes=1,cpus-per-node=1");
+    let ms = (topo.cpu_model.freq_mhz * 1e3) as u64;
+    // The sleeper is launched first, so it starts its sleep at once.
+    let mut text = String::from("name = \"goodness\"\n");
+    if sleeper_ms > 0 {
+        text += &format!(
+            r#"
+[[program]]
+name = "sleeper"
+phase = [{{ sleep = {{ ms = 1000 }} }}, {{ compute = {{ cycles = {c} }} }}]
+[[launch]]
+program = "sleeper"
+count = 1
+"#,
+            c = sleeper_ms * ms
+        );
+    }
+    text += &format!(
+        r#"
+[[program]]
+name = "hog"
+job = true
+phase = [{{ compute = {{ cycles = {hog} }} }}]
+[[launch]]
+program = "hog"
+count = 2
+"#,
+        hog = hog_ms * ms
+    );
+    let w = parse_workload(&text, "goodness.toml").unwrap_or_else(|e| panic!("{e}"));
+    let r = run(&topo, &w, sched, 1);
+    let sleeper = r
+        .tasks
+        .iter()
+        .find(|t| t.program == "sleeper")
+        .map_or(0.0, |t| t.exited as f64 / 1e9);
+    (r, sleeper)
+}
+
+/// The 2.4 base's slice is `NICE_TO_TICKS(0)` = 41 ticks of HZ = 1024 (40.04 ms): two hogs of
+/// 1 s each on one CPU switch about 2 s / 40 ms = 50 times; on the O(1) base (151 ms slices)
+/// about 13 times.
+#[test]
+fn the_2_4_base_gives_hogs_41_tick_slices() {
+    for sched in ["aa", "pmqs"] {
+        let (r, _) = goodness_run(sched, 1000, 0);
+        let n = r.counters.context_switches;
+        assert!((48..=53).contains(&n), "{sched}: {n} switches");
+        let (r, _) = goodness_run(&format!("{sched}:base=o1"), 1000, 0);
+        let n = r.counters.context_switches;
+        assert!((12..=16).contains(&n), "{sched}:base=o1: {n} switches");
+    }
+}
+
+/// 2.4 recalculates every counter, a sleeper's too (`counter / 2 + 41`), each time the
+/// runnable tasks have used theirs up: after 1 s asleep beside two hogs (about 12
+/// recalculations) the sleeper has close to 82 ticks (80 ms). It wakes with far more goodness
+/// than the running hog (at most 41 ticks), preempts it, and does 75 ms of work in one go.
+/// Without the credit it would run 40 ms and then wait for both hogs' slices.
+#[test]
+fn a_2_4_sleeper_wakes_with_its_recalculated_counter_and_preempts() {
+    let (_, end) = goodness_run("aa", 3000, 75);
+    let took_ms = (end - 1.0) * 1e3;
+    assert!(
+        (74.9..77.0).contains(&took_ms),
+        "the sleeper took {took_ms:.2} ms after waking"
+    );
+    // 85 ms is more than the credited counter: the sleeper is interrupted once.
+    let (_, end) = goodness_run("aa", 3000, 85);
+    let took_ms = (end - 1.0) * 1e3;
+    assert!(took_ms > 85.0 + 40.0, "the sleeper took {took_ms:.2} ms");
+}

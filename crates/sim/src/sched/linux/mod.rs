@@ -181,6 +181,10 @@ impl CpuScheduler for Linux {
         self.kernel.clone()
     }
 
+    fn kernel_base(&self) -> &'static str {
+        "fair class, simplified (round/priority order, no vruntime, no PELT)"
+    }
+
     fn balance_interval(&self, k: &Kernel, cpu: CpuId, idle: bool) -> Ns {
         let tick = k.params.tick;
         let lv = self

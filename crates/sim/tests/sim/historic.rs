@@ -214,6 +214,9 @@ fn new_scheduler_options_are_checked() {
         ("pool:initial_lb=maybe", "on/off"),
         ("pmqs:balance_period=soon", "off"),
         ("aa:home_bonus=1", "no option `home_bonus`"),
+        ("aa:base=cfs", "`cfs` is not one of goodness, o1"),
+        ("pmqs:proc_change_penalty=-1", "proc_change_penalty"),
+        ("aa:max_sleep_avg=1s", "no option `max_sleep_avg`"),
         ("linux-2.6-numa:node_threshold=x", "node_threshold"),
     ] {
         let e = sim::sched::build(&sim::sched::SchedSpec::parse(spec).expect("spec"), &topo)

@@ -14,7 +14,7 @@
 use super::balance::{QueueBalancer, Threshold};
 use super::domain::{BalanceLevel, Domains};
 use super::node_balance::{NodeLoads, least_loaded_exec, node_plus, pass};
-use super::o1::O1Params;
+use super::o1::{Era, O1Params};
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
 use crate::kernel::{Kernel, KernelParams, TaskId};
@@ -38,7 +38,7 @@ pub struct Linux26Numa {
 
 impl Linux26Numa {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
-        let p = O1Params::from_options(o)?;
+        let p = O1Params::for_era(o, Era::LINUX_2_6_0, 0)?;
         let n = topo.nr_cpus();
         let node_idle = o.duration("node_idle_interval", 5 * MS)?.max(1);
         let node_busy = o.duration("node_busy_interval", 400 * MS)?.max(1);

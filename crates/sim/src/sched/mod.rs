@@ -17,6 +17,7 @@ mod node_balance;
 mod o1;
 mod options;
 mod pmqs;
+mod pooling;
 pub mod registry;
 mod simple_numa;
 mod wake;

@@ -28,10 +28,40 @@ pub struct O1Params {
     pub base_option: bool,
 }
 
+/// The balancing defaults of the kernel, or the patch, a scheduler came with (docs/MODEL.md
+/// §2 gives the sources). `cache_decay` is the kernel's own reading of `cache_decay_ticks`:
+/// a task stays cache hot until more than that many ticks have passed, which its boot message
+/// prints as `(cache_decay_ticks + 1)` ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Era {
+    pub busy_interval: Ns,
+    pub cache_decay: Ns,
+}
+
+impl Era {
+    /// Stock 2.5 (2.5.39 to 2.5.58): `BUSY_REBALANCE_TICK` = HZ/4; ia64 `cache_decay_ticks` =
+    /// 10.
+    pub const STOCK_2_5: Era = Era {
+        busy_interval: 250 * MS,
+        cache_decay: 11 * MS,
+    };
+    /// Erich Focht's pooling and node-affine patches (October 2002): `BUSY_REBALANCE_TICK` =
+    /// HZ/5 and ia64 `cache_decay_ticks` = 8.
+    pub const FOCHT_2002: Era = Era {
+        busy_interval: 200 * MS,
+        cache_decay: 9 * MS,
+    };
+    /// 2.6.0: `BUSY_REBALANCE_TICK` = HZ/5; ia64 `cache_decay_ticks` as in stock 2.5 (10).
+    pub const LINUX_2_6_0: Era = Era {
+        busy_interval: 200 * MS,
+        cache_decay: 11 * MS,
+    };
+}
+
 impl O1Params {
-    /// Read the 2.5.39 defaults and their overrides.
+    /// Read the stock 2.5 defaults and their overrides.
     pub fn from_options(o: &mut SchedOptions) -> Result<Self, OptionError> {
-        Self::with_max_pull(o, 0)
+        Self::for_era(o, Era::STOCK_2_5, 0)
     }
 
     /// For a 2.4-era scheduler: option `base` picks the kernel it runs on, `goodness` (the
@@ -67,11 +97,11 @@ impl O1Params {
         })
     }
 
-    /// As [`O1Params::from_options`], with another default for `max_pull`.
-    pub fn with_max_pull(o: &mut SchedOptions, max_pull: u64) -> Result<Self, OptionError> {
+    /// The O(1) defaults of `era`, with `max_pull` as the default cap of moves per pass.
+    pub fn for_era(o: &mut SchedOptions, era: Era, max_pull: u64) -> Result<Self, OptionError> {
         let d = KernelParams::default();
         Ok(O1Params {
-            busy_interval: o.duration("busy_interval", 200 * MS)?.max(1),
+            busy_interval: o.duration("busy_interval", era.busy_interval)?.max(1),
             idle_interval: o.duration("idle_interval", MS)?.max(1),
             imbalance_pct: o.uint("imbalance_pct", 125)?.clamp(100, 1000) as u32,
             max_pull: o.uint("max_pull", max_pull)? as usize,
@@ -80,7 +110,7 @@ impl O1Params {
                 // 10 + 290 * 19/39 ms.
                 timeslice: o.duration("timeslice", 151 * MS)?.max(1),
                 max_sleep_avg: o.duration("max_sleep_avg", 2000 * MS)?.max(1),
-                cache_decay: o.duration("cache_decay", 10 * MS)?,
+                cache_decay: o.duration("cache_decay", era.cache_decay)?,
                 // 2.5 STARVATION_LIMIT = 2*HZ (the same era's MAX_SLEEP_AVG; both became
                 // 10*HZ in 2.5.64).
                 starvation_limit: o.duration("starvation_limit", 2000 * MS)?,
@@ -204,7 +234,7 @@ impl O1 {
     /// Scheduler B, `o1-steal1`: the same balancer, moving at most one task per call (the
     /// 2.4.18-based O(1) variant of the A-F comparison).
     pub fn steal1(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
-        Self::build(topo, "o1-steal1", O1Params::with_max_pull(o, 1)?)
+        Self::build(topo, "o1-steal1", O1Params::for_era(o, Era::STOCK_2_5, 1)?)
     }
 
     fn build(topo: &Topology, name: &'static str, p: O1Params) -> Result<Self, OptionError> {

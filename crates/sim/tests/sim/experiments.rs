@@ -298,12 +298,12 @@ fn one_column_can_run_without_hackbench() {
     );
 }
 
-/// Issue 16: sensitivity sweeps. The row of the default value reproduces the column's own
-/// cell (same spec, same seeds); a sweep of a column that does not exist is refused.
+/// Issue 16: sensitivity sweeps. The row of the default value (`o1`'s `cache_decay`, 11 ms)
+/// reproduces the column's own cell (same spec, same seeds); a sweep of a column that does not exist is refused.
 #[test]
 fn a_sweep_row_at_the_default_reproduces_its_column() {
     let text = format!(
-        "{TINY}\n[[sweep]]\nscheduler = \"o1\"\noption = \"cache_decay\"\nvalues = [\"10ms\", \"1ms\"]\ntasks = [2]\nreps = 2\nmetric = \"elapsed_time\"\nwhy = \"an assumption\"\n"
+        "{TINY}\n[[sweep]]\nscheduler = \"o1\"\noption = \"cache_decay\"\nvalues = [\"11ms\", \"1ms\"]\ntasks = [2]\nreps = 2\nmetric = \"elapsed_time\"\nwhy = \"an assumption\"\n"
     );
     let spec = ExperimentSpec::parse(&text, "x.toml").expect("valid");
     let o = experiments::run(&spec, None, &|| {}).expect("runs");
@@ -322,6 +322,6 @@ fn a_sweep_row_at_the_default_reproduces_its_column() {
         e.contains("sweep 1: `aa` is not one of `schedulers`"),
         "{e}"
     );
-    let e = parse_err(&text.replace("values = [\"10ms\", \"1ms\"]", "values = [\"soon\"]"));
+    let e = parse_err(&text.replace("values = [\"11ms\", \"1ms\"]", "values = [\"soon\"]"));
     assert!(e.contains("sweep 1: cache_decay = soon"), "{e}");
 }

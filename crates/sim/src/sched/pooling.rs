@@ -1,0 +1,349 @@
+//! The pooling balancer of Erich Focht's NUMA patches for 2.5 (October 2002), under the
+//! schedulers D (`pool`), E and F (`node-affine-*`). Facts from the patches' `sched.c`
+//! (docs/MODEL.md §2 lists each with its source).
+//!
+//! One balancing pass (`load_balance`, every 200 ms on a busy CPU, every 1 ms on an idle one,
+//! at once when a CPU goes idle) moves at most one task:
+//!
+//! 1. *Own pool.* The CPU's load is its runqueue length (for a busy pass the larger of now
+//!    and the previous pass, for the other queues the smaller, as in 2.5). If the most loaded
+//!    CPU of its own node is another one and the two are not balanced
+//!    (`CPUS_BALANCED(m, t)`: `m <= 1` or `(m - t) / 2 < ((m + t) / 2 + 3) / 4`), that CPU is
+//!    the source.
+//! 2. *Other pools.* Otherwise each other node's load is 100 x its tasks per CPU; under the
+//!    node-affine patch every task on a remote runqueue whose homenode is this CPU's node
+//!    counts once more (`home_bonus`). The most loaded node is a candidate only if it holds
+//!    more than one task per CPU and half a task per CPU more than this node. The CPU then
+//!    waits: `pool_delay_busy` (20 ms) when its own node is within half a task per CPU of the
+//!    machine's average, `pool_delay_idle` (1 ms) when it is below that; the wait restarts
+//!    whenever the most loaded node changes. After the wait it takes that node's most loaded
+//!    CPU, if the two CPUs are not balanced.
+//! 3. *Which task.* Of the source's waiting tasks that may move (not cache hot, affinity), the
+//!    coolest: weight = ticks since it last ran / `cache_decay_ticks`. The node-affine patch
+//!    caps that at 99, adds 100 for a task whose homenode is this CPU's node and subtracts 100
+//!    for one whose homenode is the source's node, so a task is never taken away from its
+//!    homenode. Only a weight above 0 is taken.
+//! 4. *Push home* (node-affine only). When no source was found and the CPU runs just one task
+//!    whose homenode is another node, that task is pushed to the first CPU of its homenode
+//!    that holds no task of that homenode, if the homenode runs tasks of other nodes.
+
+use crate::kernel::{Kernel, TaskId};
+use crate::time::Ns;
+use topo::{CpuId, CpuSet, NodeId};
+
+/// Pool loads are in hundredths of a task per CPU (`BALANCE_FACTOR`).
+const BALANCE_FACTOR: usize = 100;
+/// Two pools are balanced when their loads differ by less than half a task per CPU.
+const POOLS_BALANCED: usize = 50;
+/// The node-affine patch's `MAX_CACHE_WEIGHT`.
+const MAX_CACHE_WEIGHT: i64 = 100;
+
+/// `CPUS_BALANCED(m, t)` of the pooling patch, integer arithmetic as there: `m <= 1` or
+/// `(m - t) / 2 < ((m + t) / 2 + 3) / 4`, about 25% of the pair's average. Written with
+/// `imbalance_pct` (125 gives the patch's macro exactly) so that option keeps its meaning.
+pub fn cpus_balanced(m: usize, t: usize, imbalance_pct: u32) -> bool {
+    let pct = imbalance_pct.max(100) as usize - 100;
+    m <= 1 || (m.saturating_sub(t)) / 2 < ((m + t) / 2 * pct + 75) / 100
+}
+
+/// What the node-affine flavours add to the pooling balancer.
+pub struct Homes<'a> {
+    /// The homenode of a task.
+    pub home: &'a dyn Fn(&Kernel, TaskId) -> Option<NodeId>,
+    /// Load added to a remote runqueue per task on it homed on the balancing CPU's node.
+    pub bonus: usize,
+}
+
+/// A pool's load as one pass sees it.
+struct PoolLoad {
+    /// 100 x tasks per CPU.
+    load: usize,
+    /// Its most loaded CPU (first in CPU order on ties) and that CPU's load.
+    busiest: Option<(CpuId, usize)>,
+}
+
+/// The pooling balancer's state for every CPU.
+#[derive(Clone, Debug)]
+pub struct PoolBalancer {
+    /// `prev_nr_running[this][cpu]`.
+    prev_nr: Vec<Vec<u32>>,
+    /// The most loaded remote node this CPU is waiting on, and since when.
+    wait: Vec<Option<(NodeId, Ns)>>,
+    pools: Vec<CpuSet>,
+    pub delay_idle: Ns,
+    pub delay_busy: Ns,
+    /// `cache_decay_ticks`, in ns.
+    decay: Ns,
+    imbalance_pct: u32,
+    /// Most tasks one pass moves (the patch: 1).
+    max_pull: usize,
+}
+
+impl PoolBalancer {
+    /// `cache_decay` is the kernel's hot time, `(cache_decay_ticks + 1)` ticks of `tick`.
+    pub fn new(pools: Vec<CpuSet>, delays: (Ns, Ns), p: &super::o1::O1Params) -> Self {
+        let (delay_idle, delay_busy) = delays;
+        let tick = p.kernel.tick;
+        let n = pools
+            .iter()
+            .map(|p| p.iter().map(|c| c + 1).max().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        PoolBalancer {
+            prev_nr: vec![vec![0; n]; n],
+            wait: vec![None; n],
+            pools,
+            delay_idle,
+            delay_busy,
+            decay: p.kernel.cache_decay.saturating_sub(tick).max(tick.max(1)),
+            imbalance_pct: p.imbalance_pct,
+            max_pull: p.max_pull.max(1),
+        }
+    }
+
+    /// One pass on `cpu`; returns the number of tasks moved (0 or 1).
+    pub fn balance(
+        &mut self,
+        k: &mut Kernel,
+        cpu: CpuId,
+        idle: bool,
+        homes: Option<&Homes>,
+    ) -> usize {
+        let own = k.nr_running(cpu);
+        let prev_own = self.prev_nr[cpu][cpu] as usize;
+        let nr = if idle || own > prev_own {
+            own
+        } else {
+            prev_own
+        };
+        let node = k.node_of(cpu);
+        let pct = self.imbalance_pct;
+        let mine = self.pool_load(k, cpu, node, idle, None);
+        let local = mine
+            .busiest
+            .filter(|&(best, max)| best != cpu && !cpus_balanced(max, nr, pct));
+        let source = match local {
+            Some((best, _)) => Some(best),
+            None if self.pools.len() > 1 => self
+                .scan_other_pools(k, cpu, mine.load, idle, homes)
+                .filter(|&(_, max)| !cpus_balanced(max, nr, pct))
+                .map(|(best, _)| best),
+            None => None,
+        };
+        if source.is_some() {
+            self.wait[cpu] = None;
+        }
+        match source {
+            Some(src) if k.nr_running(src) > nr + 1 => {
+                let mut moved = 0;
+                while moved < self.max_pull && self.steal_one(k, cpu, src, homes) {
+                    moved += 1;
+                }
+                moved
+            }
+            Some(_) => 0,
+            None => homes.map_or(0, |h| push_home(k, cpu, nr, h)),
+        }
+    }
+
+    /// The smoothed load of `c` as `this` sees it, remembering the length for next time.
+    fn cpu_load(&mut self, k: &Kernel, this: CpuId, c: CpuId, idle: bool) -> usize {
+        let now = k.nr_running(c);
+        let prev = self.prev_nr[this][c] as usize;
+        self.prev_nr[this][c] = now as u32;
+        if idle || now < prev { now } else { prev }
+    }
+
+    /// `calc_pool_load`: node `pool` as `this` sees it; with `homes`, tasks homed on
+    /// `this`'s node add the bonus.
+    fn pool_load(
+        &mut self,
+        k: &Kernel,
+        this: CpuId,
+        pool: NodeId,
+        idle: bool,
+        homes: Option<&Homes>,
+    ) -> PoolLoad {
+        let this_node = k.node_of(this);
+        let cpus: Vec<CpuId> = self.pools[pool].iter().collect();
+        let (mut total, mut busiest) = (0usize, None::<(CpuId, usize)>);
+        for &c in &cpus {
+            let mut load = self.cpu_load(k, this, c, idle);
+            if let Some(h) = homes {
+                load += h.bonus * homed_on(k, c, this_node, h);
+            }
+            total += load;
+            if busiest.is_none_or(|(_, m)| load > m) {
+                busiest = Some((c, load));
+            }
+        }
+        PoolLoad {
+            load: total * BALANCE_FACTOR / cpus.len().max(1),
+            busiest,
+        }
+    }
+
+    /// `scan_other_pools`: the most loaded remote CPU once the steal delay has passed.
+    fn scan_other_pools(
+        &mut self,
+        k: &Kernel,
+        this: CpuId,
+        this_load: usize,
+        idle: bool,
+        homes: Option<&Homes>,
+    ) -> Option<(CpuId, usize)> {
+        let n = self.pools.len();
+        let this_pool = k.node_of(this);
+        let (mut max_load, mut max_pool, mut best) = (this_load, this_pool, None);
+        let mut weighted = this_load * self.pools[this_pool].count();
+        for i in 1..n {
+            let pool = (this_pool + i) % n;
+            if self.pools[pool].is_empty() {
+                continue;
+            }
+            let p = self.pool_load(k, this, pool, idle, homes);
+            weighted += p.load * self.pools[pool].count();
+            if p.load > max_load {
+                (max_load, max_pool, best) = (p.load, pool, p.busiest);
+            }
+        }
+        if best.is_none() || max_load <= BALANCE_FACTOR || max_load - this_load < POOLS_BALANCED {
+            self.wait[this] = None;
+            return None;
+        }
+        let avg = weighted / k.topo.nr_cpus().max(1);
+        let delay = if avg.saturating_sub(this_load) < POOLS_BALANCED {
+            self.delay_busy
+        } else {
+            self.delay_idle
+        };
+        match self.wait[this] {
+            Some((node, since)) if node == max_pool => (k.now - since >= delay).then_some(best?),
+            _ => {
+                self.wait[this] = Some((max_pool, k.now));
+                None
+            }
+        }
+    }
+
+    /// `task_to_steal` and `pull_task`: move the coolest movable waiting task of `src`.
+    fn steal_one(&self, k: &mut Kernel, this: CpuId, src: CpuId, homes: Option<&Homes>) -> bool {
+        let (this_node, src_node) = (k.node_of(this), k.node_of(src));
+        let mut best: Option<(i64, TaskId)> = None;
+        for t in super::balance::pull_order(k, src) {
+            if let Err(r) = k.can_migrate(t, this, false) {
+                k.counters.refuse(r);
+                continue;
+            }
+            let cool = k.now.saturating_sub(k.tasks[t].last_ran) / self.decay;
+            let home = homes.map(|h| (h.home)(k, t));
+            let w = steal_weight(cool, home, this_node, src_node);
+            if w > best.map_or(0, |(m, _)| m) {
+                best = Some((w, t));
+            }
+        }
+        let Some((_, t)) = best else {
+            return false;
+        };
+        k.migrate_queued(t, this);
+        true
+    }
+}
+
+/// `task_to_steal`'s weight of a movable task: the `cool` periods of `cache_decay_ticks`
+/// since it last ran; under the node-affine patch (`home` is Some) capped at 99, plus 100 if
+/// its homenode is the stealing CPU's node, minus 100 if it is the source's node.
+pub fn steal_weight(cool: u64, home: Option<Option<NodeId>>, this: NodeId, src: NodeId) -> i64 {
+    let cool = i64::try_from(cool).unwrap_or(i64::MAX);
+    let Some(home) = home else {
+        return cool;
+    };
+    let mut w = cool.min(MAX_CACHE_WEIGHT - 1);
+    if home == Some(this) {
+        w += MAX_CACHE_WEIGHT;
+    }
+    if home == Some(src) {
+        w -= MAX_CACHE_WEIGHT;
+    }
+    w
+}
+
+/// Tasks on `cpu` (running or waiting) whose homenode is `node` (`nr_homenode`).
+fn homed_on(k: &Kernel, cpu: CpuId, node: NodeId, h: &Homes) -> usize {
+    let rq = &k.rqs[cpu];
+    rq.curr
+        .into_iter()
+        .chain(rq.queue.iter())
+        .filter(|&t| (h.home)(k, t) == Some(node))
+        .count()
+}
+
+/// `try_push_home`: a lone task away from its homenode goes back to a CPU there that holds
+/// none of that node's tasks, when the homenode runs other nodes' tasks.
+fn push_home(k: &mut Kernel, cpu: CpuId, nr: usize, h: &Homes) -> usize {
+    let Some(t) = k.rqs[cpu].curr else {
+        return 0;
+    };
+    let Some(home) = (h.home)(k, t) else {
+        return 0;
+    };
+    if nr != 1 || home == k.node_of(cpu) {
+        return 0;
+    }
+    let (mut homed, mut total, mut target) = (0, 0, None);
+    for c in k.topo.node_cpus(home).iter() {
+        let own = homed_on(k, c, home, h);
+        homed += own;
+        total += k.nr_running(c);
+        if own == 0 && target.is_none() && k.tasks[t].affinity.contains(c) {
+            target = Some(c);
+        }
+    }
+    match target {
+        Some(dst) if total > homed => {
+            k.move_task(t, dst);
+            1
+        }
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cpus_balanced, steal_weight};
+
+    #[test]
+    fn steal_weights_are_the_patch_rules() {
+        // The pooling scheduler: coolness alone, uncapped.
+        assert_eq!(steal_weight(250, None, 1, 0), 250);
+        // Node-affine: capped at 99; +100 for a task homed on the thief's node.
+        assert_eq!(steal_weight(250, Some(None), 1, 0), 99);
+        assert_eq!(steal_weight(3, Some(Some(1)), 1, 0), 103);
+        // A task at its homenode loses 100: never above 0, so never taken away from there.
+        for cool in [0, 1, 50, 99, 1000] {
+            assert!(steal_weight(cool, Some(Some(0)), 1, 0) <= 0);
+        }
+        // Within its homenode the two cancel: coolness decides.
+        assert_eq!(steal_weight(7, Some(Some(0)), 0, 0), 7);
+        // A task of a third node is taken by coolness.
+        assert_eq!(steal_weight(7, Some(Some(2)), 1, 0), 7);
+    }
+
+    #[test]
+    #[allow(clippy::manual_div_ceil)] // the macro as the patch writes it
+    fn cpus_balanced_is_the_patch_macro() {
+        // One task cannot be stolen; two against none can.
+        let patch = |m: usize, t: usize| m <= 1 || (m - t.min(m)) / 2 < ((m + t) / 2 + 3) / 4;
+        for m in 0..40 {
+            for t in 0..40 {
+                assert_eq!(cpus_balanced(m, t, 125), patch(m, t), "m={m} t={t}");
+            }
+        }
+        // One task cannot be stolen; two against none can.
+        assert!(cpus_balanced(1, 0, 125));
+        assert!(!cpus_balanced(2, 0, 125));
+        // (9 - 5) / 2 = 2 against ((9 + 5) / 2 + 3) / 4 = 2: not below, so imbalanced.
+        assert!(!cpus_balanced(9, 5, 125));
+        assert!(cpus_balanced(9, 6, 125));
+    }
+}

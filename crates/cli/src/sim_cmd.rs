@@ -50,6 +50,10 @@ pub struct NumaTestArgs {
     /// Do not start hackbench at t = 3 s.
     #[arg(long)]
     no_disturb: bool,
+    /// Messages a hackbench receiver's socket holds before its senders block (0: no limit;
+    /// docs/MODEL.md §5).
+    #[arg(long, default_value_t = NumaTestParams::default().hackbench_buffer_msgs)]
+    socket_buffer: u32,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
@@ -99,6 +103,7 @@ impl Default for NumaTestArgs {
             size: 1_000_000,
             passes: 100,
             no_disturb: false,
+            socket_buffer: NumaTestParams::default().hackbench_buffer_msgs,
             json: false,
             summary_only: false,
             stats: false,
@@ -180,6 +185,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             problem_size: a.size,
             passes: a.passes,
             disturb: !a.no_disturb,
+            hackbench_buffer_msgs: a.socket_buffer,
             ..Default::default()
         },
     };
@@ -350,11 +356,12 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     }
     let c = &r.counters;
     outln!(
-        "context switches {}, wakeups {}, preemptions {}, starvation expiries {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
+        "context switches {}, wakeups {}, preemptions {}, starvation expiries {}, sends blocked on a full channel {}, migrations {} ({} across nodes), refused: running {} affinity {} cache-hot {}",
         c.context_switches,
         c.wakeups,
         c.preemptions,
         c.starvation_expiries,
+        c.send_blocks,
         c.migrations,
         c.node_migrations,
         c.refused[0],

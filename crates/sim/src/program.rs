@@ -171,11 +171,15 @@ pub enum Phase {
         ns: Ns,
         jitter: f64,
     },
-    /// Write `msgs` messages to each channel (system time), waking blocked readers.
+    /// Write `msgs` messages to each channel (system time), waking blocked readers. With
+    /// `buffer` > 0 a channel holds at most that many unread messages: the sender blocks
+    /// before the phase while any of its channels has no room for `msgs` more (a full socket
+    /// buffer), and a reader taking messages wakes it.
     Send {
         chans: Vec<usize>,
         msgs: u32,
         cycles_per_msg: f64,
+        buffer: u32,
     },
     /// Read `msgs` messages from a channel in total, blocking while it is empty.
     Recv {

@@ -36,10 +36,19 @@ impl Kernel {
                     chans,
                     msgs,
                     cycles_per_msg,
-                } => (
-                    PhaseWork::Cycles { user: false },
-                    cycles_per_msg * f64::from(*msgs) * chans.len() as f64,
-                ),
+                    buffer,
+                } => {
+                    if let Some(c) = self.full_channel(chans, *msgs, *buffer) {
+                        self.chans[c].writers.push(t);
+                        self.counters.send_blocks += 1;
+                        self.block(t);
+                        return;
+                    }
+                    (
+                        PhaseWork::Cycles { user: false },
+                        cycles_per_msg * f64::from(*msgs) * chans.len() as f64,
+                    )
+                }
                 Phase::Memory { ops, op } => {
                     let regions: Vec<usize> = op.accesses.iter().map(|a| a.region).collect();
                     self.touch_regions(t, &regions);
@@ -70,6 +79,15 @@ impl Kernel {
                     }
                     let k = ch.pending.min(u64::from(self.tasks[t].recv_left)) as u32;
                     ch.pending -= u64::from(k);
+                    // Room again: the blocked writers retry (the reader is their waker).
+                    let writers = std::mem::take(&mut ch.writers);
+                    if !writers.is_empty() {
+                        self.waker_cpu = Some(self.tasks[t].cpu);
+                        for w in writers {
+                            self.wake(s, w);
+                        }
+                        self.waker_cpu = None;
+                    }
                     (
                         PhaseWork::RecvMsgs { msgs: k },
                         cycles_per_msg * f64::from(k),
@@ -195,6 +213,19 @@ impl Kernel {
             _ => self.tasks[t].pc += 1,
         }
         self.tasks[t].work = PhaseWork::None;
+    }
+
+    /// The first of `chans` without room for `msgs` more messages under a `buffer` limit
+    /// (0: unbounded).
+    fn full_channel(&self, chans: &[usize], msgs: u32, buffer: u32) -> Option<usize> {
+        if buffer == 0 {
+            return None;
+        }
+        let room = u64::from(buffer).saturating_sub(u64::from(msgs));
+        chans
+            .iter()
+            .copied()
+            .find(|&c| self.chans[c].pending > room)
     }
 
     fn block(&mut self, t: TaskId) {

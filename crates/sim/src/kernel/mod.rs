@@ -93,6 +93,8 @@ pub struct Counters {
     pub context_switches: u64,
     pub wakeups: u64,
     pub preemptions: u64,
+    /// Sends that blocked on a full channel (socket buffer).
+    pub send_blocks: u64,
     /// Interactive tasks sent to the next round because the expired ones starved
     /// (`EXPIRED_STARVING`, O(1) schedulers).
     pub starvation_expiries: u64,
@@ -129,6 +131,8 @@ pub struct Channel {
     pub pending: u64,
     /// Tasks blocked reading this channel (all are woken by a write).
     pub readers: Vec<TaskId>,
+    /// Tasks blocked writing to it while it is full (all are woken by a read).
+    pub writers: Vec<TaskId>,
 }
 
 /// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next

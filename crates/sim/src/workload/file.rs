@@ -161,6 +161,9 @@ struct SendSpec {
     #[serde(default = "one")]
     msgs: u32,
     cycles_per_msg: f64,
+    /// Unread messages a channel may hold before this sender blocks (0: no limit).
+    #[serde(default)]
+    buffer: u32,
 }
 
 #[derive(Deserialize)]
@@ -417,6 +420,7 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
             chans,
             msgs: s.msgs,
             cycles_per_msg: s.cycles_per_msg,
+            buffer: s.buffer,
         });
     } else if let Some(r) = &ph.recv {
         let chan = (cx.find_chan)(&r.channel).map_err(err)?;

@@ -24,6 +24,9 @@ pub struct NumaTestParams {
     pub disturb_at: Ns,
     pub hackbench_groups: u32,
     pub hackbench_loops: u32,
+    /// Messages a receiver's socket holds before its senders block (0: no limit): the
+    /// socket's send buffer, 65,535 bytes, over the memory one 100-byte message takes in it.
+    pub hackbench_buffer_msgs: u32,
     /// Core cycles of one update besides its memory accesses (`a[ix[i]] += b[i]`: three
     /// loads, an add, a store and the loop: about six instructions at about two per cycle).
     pub update_cycles: f64,
@@ -48,6 +51,7 @@ impl Default for NumaTestParams {
             disturb_at: 3 * SEC,
             hackbench_groups: 20,
             hackbench_loops: 100,
+            hackbench_buffer_msgs: 180,
             update_cycles: 3.0,
             rand_cycles: 50.0,
             fork_exec_cycles: 500_000.0,
@@ -203,6 +207,7 @@ fn hackbench(p: &NumaTestParams, programs: &mut Vec<Program>) -> (usize, usize) 
                     chans,
                     msgs: 1,
                     cycles_per_msg: p.msg_send_cycles,
+                    buffer: p.hackbench_buffer_msgs,
                 },
                 Phase::EndLoop,
             ],

@@ -74,3 +74,53 @@ fn the_mix_times_each_build() {
         }
     }
 }
+
+/// A sender of 20 messages to a channel holding at most `buffer` unread ones, and a reader
+/// that starts 100 ms later. Returns (sender's exit, reader's exit, sends that blocked), s.
+fn buffered_pipe(buffer: u32) -> (f64, f64, u64) {
+    let topo = crate::common::machine("nodes=1,cpus-per-node=2");
+    let text = format!(
+        r#"
+name = "pipe"
+channels = ["pipe"]
+[[program]]
+name = "writer"
+phase = [{{ loop = {{ count = 20, body = [
+  {{ send = {{ channels = ["pipe"], cycles_per_msg = 1000, buffer = {buffer} }} }},
+] }} }}]
+[[program]]
+name = "reader"
+phase = [{{ sleep = {{ ms = 100 }} }}, {{ recv = {{ channel = "pipe", msgs = 20, cycles_per_msg = 1000 }} }}]
+[[launch]]
+program = "writer"
+[[launch]]
+program = "reader"
+"#
+    );
+    let w = sim::workload::parse_workload(&text, "pipe.toml").unwrap_or_else(|e| panic!("{e}"));
+    let r = crate::common::run(&topo, &w, "o1", 1);
+    let end = |name: &str| {
+        r.tasks
+            .iter()
+            .find(|t| t.program == name)
+            .map_or(0.0, |t| t.exited as f64 / 1e9)
+    };
+    (end("writer"), end("reader"), r.counters.send_blocks)
+}
+
+/// Socket buffers fill (issue 16): with room for 4 messages the sender blocks until the
+/// reader, 100 ms late, takes some, so it cannot finish before the reader starts; unbounded
+/// (`buffer` 0) it is done long before.
+#[test]
+fn a_sender_blocks_on_a_full_channel_until_the_reader_takes_messages() {
+    let (writer, reader, blocks) = buffered_pipe(4);
+    assert!(blocks > 0, "never blocked");
+    assert!(
+        writer > 0.1,
+        "the writer ended at {writer} s, before the reader started"
+    );
+    assert!(reader > 0.1);
+    let (writer, _, blocks) = buffered_pipe(0);
+    assert_eq!(blocks, 0);
+    assert!(writer < 0.01, "unbounded, the writer ended at {writer} s");
+}

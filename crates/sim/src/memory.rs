@@ -94,6 +94,8 @@ pub struct Region {
     group_bytes: u64,
     /// Unplaced page groups already reported as allocation failures.
     reported_failures: u64,
+    /// Bytes a program has initialised so far, from the start (`TouchPart` goes on from here).
+    pub cursor: u64,
 }
 
 impl Region {
@@ -113,6 +115,7 @@ impl Region {
             node_bytes: vec![0; nr_nodes],
             group_bytes,
             reported_failures: 0,
+            cursor: 0,
         }
     }
 

@@ -166,6 +166,12 @@ pub enum Phase {
     Touch {
         region: usize,
     },
+    /// Like `Touch`, but only the next `bytes` of the region that are not yet placed (a
+    /// program that initialises its arrays a slice at a time, between other work).
+    TouchPart {
+        region: usize,
+        bytes: u64,
+    },
     /// Block for a while (I/O, timer); `jitter` is a +/- fraction drawn per sleep.
     Sleep {
         ns: Ns,
@@ -264,7 +270,9 @@ impl Program {
                         return Err(at(PhaseProblem::EndLoopWithoutLoop));
                     }
                 }
-                Phase::Touch { region } if *region >= self.regions.len() => {
+                Phase::Touch { region } | Phase::TouchPart { region, .. }
+                    if *region >= self.regions.len() =>
+                {
                     return Err(at(PhaseProblem::NoRegion(*region)));
                 }
                 Phase::Memory { op, ops } => {
@@ -373,10 +381,12 @@ impl Workload {
             for ph in &p.phases {
                 if let Phase::Thread { program, .. } = ph {
                     let t = &self.programs[*program];
-                    let uses_memory = t
-                        .phases
-                        .iter()
-                        .any(|x| matches!(x, Phase::Touch { .. } | Phase::Memory { .. }));
+                    let uses_memory = t.phases.iter().any(|x| {
+                        matches!(
+                            x,
+                            Phase::Touch { .. } | Phase::TouchPart { .. } | Phase::Memory { .. }
+                        )
+                    });
                     if t.regions != p.regions && (uses_memory || !t.regions.is_empty()) {
                         return Err(ProgramError::ThreadRegions {
                             program: p.name.clone(),

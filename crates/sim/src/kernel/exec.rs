@@ -57,7 +57,27 @@ impl Kernel {
                 Phase::Touch { region } => {
                     let r = &self.procs[self.tasks[t].pid].regions[*region];
                     let untouched = r.bytes - r.allocated_bytes().min(r.bytes);
-                    (PhaseWork::Touch { region: *region }, untouched as f64)
+                    let end = r.bytes;
+                    (
+                        PhaseWork::Touch {
+                            region: *region,
+                            end,
+                        },
+                        untouched as f64,
+                    )
+                }
+                Phase::TouchPart { region, bytes } => {
+                    let r = &self.procs[self.tasks[t].pid].regions[*region];
+                    let from = r.cursor.min(r.bytes);
+                    let part = (*bytes).min(r.bytes - from);
+                    let end = from + part;
+                    (
+                        PhaseWork::Touch {
+                            region: *region,
+                            end,
+                        },
+                        part as f64,
+                    )
                 }
                 Phase::Recv {
                     chan,
@@ -199,7 +219,7 @@ impl Kernel {
                 }
                 self.waker_cpu = None;
             }
-            (PhaseWork::Touch { region }, _) => {
+            (PhaseWork::Touch { region, .. }, _) => {
                 let r = &self.procs[task.pid].regions[region];
                 self.counters.alloc_failures +=
                     r.groups.iter().filter(|g| g.is_none()).count() as u64;

@@ -39,7 +39,7 @@ impl Kernel {
                 // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
                 // both streaming to the node the page lands on (local, by first touch).
                 let node = self.node_of(task.cpu);
-                let PhaseWork::Touch { region } = task.work else {
+                let PhaseWork::Touch { region, .. } = task.work else {
                     unreachable!()
                 };
                 let r = &self.procs[task.pid].regions[region];

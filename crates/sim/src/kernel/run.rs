@@ -274,20 +274,28 @@ impl Kernel {
             task.node_user_ns[node] += user;
             task.sys_ns += d - user;
         }
-        if let PhaseWork::Touch { region } = task.work {
-            self.touch_progress(t, region);
+        if let PhaseWork::Touch { region, end } = task.work {
+            self.touch_progress(t, region, end);
         }
     }
 
     /// First-touch the page groups a `Touch` phase has reached.
-    fn touch_progress(&mut self, t: TaskId, region: usize) {
+    fn touch_progress(&mut self, t: TaskId, region: usize, end: u64) {
         let task = &self.tasks[t];
         let node = self.node_of(task.cpu);
         let proc = &mut self.procs[task.pid];
         let r = &mut proc.regions[region];
-        let done = (r.bytes as f64 - task.work_left.max(0.0)).max(0.0);
+        let done = (end as f64 - task.work_left.max(0.0)).max(0.0);
+        r.cursor = r.cursor.max(done as u64);
         let gb = self.params.page_group_bytes as f64;
-        let reached = ((done / gb).floor() as usize + 1).min(r.groups.len());
+        // While touching, the group the cursor has reached is being written; once a part
+        // is done, only the groups it wrote into (the next part may run elsewhere).
+        let reached = if done >= end as f64 {
+            (done / gb).ceil() as usize
+        } else {
+            (done / gb).floor() as usize + 1
+        }
+        .min(r.groups.len());
         let mut newly = 0u64;
         for g in 0..reached {
             if r.groups[g].is_none() && self.mem.touch(&self.topo, r, g, node).is_some() {
@@ -310,11 +318,10 @@ impl Kernel {
     pub(crate) fn post_boundary(&mut self, cpu: CpuId, t: TaskId) {
         let task = &self.tasks[t];
         let mut until = task.work_left.max(0.0);
-        if let PhaseWork::Touch { region } = task.work {
+        if let PhaseWork::Touch { end, .. } = task.work {
             // Stop at the next page-group boundary so the group lands where the task is then.
-            let r = &self.procs[task.pid].regions[region];
             let gb = self.params.page_group_bytes as f64;
-            let done = r.bytes as f64 - until;
+            let done = end as f64 - until;
             let next = ((done / gb).floor() + 1.0) * gb;
             until = until.min((next - done).max(1.0));
         }

@@ -31,7 +31,8 @@ pub enum PhaseWork {
     /// Operations of a `Memory` phase (user mode).
     MemOps,
     /// Bytes of a `Touch` phase: faults (kernel) and writes (user).
-    Touch { region: usize },
+    /// `end`: the byte offset of the region at which the phase is done.
+    Touch { region: usize, end: u64 },
     /// Messages of a `Recv` phase being read (kernel mode).
     RecvMsgs { msgs: u32 },
 }

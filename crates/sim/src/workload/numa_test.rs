@@ -62,6 +62,9 @@ impl Default for NumaTestParams {
     }
 }
 
+/// Rounds in which the model interleaves randupdt's first touches with its rand() calls.
+pub const INIT_SLICES: u32 = 16;
+
 /// Build the numa_test workload.
 pub fn numa_test(p: &NumaTestParams) -> Workload {
     let ne = p.problem_size;
@@ -73,12 +76,27 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
             region("ix", ne * 4),
         ],
         phases: vec![
-            Phase::Touch { region: 0 },
-            Phase::Touch { region: 1 },
-            Phase::Touch { region: 2 },
-            Phase::Compute {
-                cycles: ne as f64 * p.rand_cycles,
+            // randupdt's initialisation loop writes a[i], b[i] and ix[i] and calls rand()
+            // for every element, so its first touches are spread over the whole loop, rand()
+            // time included: modelled as INIT_SLICES rounds of a slice of each array and
+            // that slice's rand() calls.
+            Phase::Loop { count: INIT_SLICES },
+            Phase::TouchPart {
+                region: 0,
+                bytes: (ne * 8).div_ceil(u64::from(INIT_SLICES)),
             },
+            Phase::TouchPart {
+                region: 1,
+                bytes: (ne * 8).div_ceil(u64::from(INIT_SLICES)),
+            },
+            Phase::TouchPart {
+                region: 2,
+                bytes: (ne * 4).div_ceil(u64::from(INIT_SLICES)),
+            },
+            Phase::Compute {
+                cycles: ne as f64 * p.rand_cycles / f64::from(INIT_SLICES),
+            },
+            Phase::EndLoop,
             Phase::Memory {
                 ops: ne as f64 * f64::from(p.passes),
                 op: OpCost {

@@ -378,3 +378,68 @@ fn migration_cost_is_bandwidth_limited() {
         "{one} ns for 64 MiB beats {gbps} GB/s"
     );
 }
+
+/// `TouchPart` first-touches the next bytes of a region from where the last part stopped,
+/// and a part that ends on a page-group boundary leaves the next group unplaced (the next
+/// part may run elsewhere).
+#[test]
+fn touch_part_places_only_the_groups_it_wrote() {
+    use sim::program::{Launch, Phase, Program, RegionSpec, Workload};
+    let topo = machine(SMALL);
+    let mib = 1u64 << 20;
+    let run_parts = |parts: &[u64]| {
+        let mut phases: Vec<Phase> = parts
+            .iter()
+            .map(|&b| Phase::TouchPart {
+                region: 0,
+                bytes: b * mib,
+            })
+            .collect();
+        // Then sleep: the region is looked at while the task sleeps.
+        phases.push(Phase::Sleep {
+            ns: 1_000_000_000,
+            jitter: 0.0,
+        });
+        let w = Workload {
+            name: "parts".into(),
+            programs: vec![Program {
+                name: "p".into(),
+                phases,
+                regions: vec![RegionSpec {
+                    name: "a".into(),
+                    bytes: 8 * mib,
+                    policy: Default::default(),
+                }],
+                job: true,
+                affinity: None,
+            }],
+            launches: vec![Launch::once(0)],
+            channels: 0,
+            disturbance: None,
+        };
+        w.validate().expect("valid");
+        let mut sim = sim::Sim::new(
+            topo.clone(),
+            std::sync::Arc::new(w),
+            scheduler("o1", &topo),
+            1,
+        );
+        while sim
+            .k
+            .tasks
+            .first()
+            .is_none_or(|t| t.state != sim::kernel::TaskState::Sleeping)
+        {
+            assert!(sim.step().expect("steps"), "ended before sleeping");
+        }
+        let r = &sim.k.procs[0].regions[0];
+        let placed = r.groups.iter().filter(|g| g.is_some()).count();
+        (placed, r.cursor / mib)
+    };
+    // Page groups are 2 MiB: 2 MiB fill group 0 exactly; 3 MiB reach into group 1.
+    assert_eq!(run_parts(&[2]), (1, 2));
+    assert_eq!(run_parts(&[1, 1, 1]), (2, 3));
+    assert_eq!(run_parts(&[4, 4]), (4, 8));
+    // A part beyond the end stops there.
+    assert_eq!(run_parts(&[6, 6]), (4, 8));
+}

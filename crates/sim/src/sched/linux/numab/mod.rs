@@ -253,7 +253,7 @@ impl NumaBalancing {
                 v.dedup();
                 v
             }
-            Some(Phase::Touch { region }) => vec![*region],
+            Some(Phase::Touch { region } | Phase::TouchPart { region, .. }) => vec![*region],
             _ => Vec::new(),
         }
     }

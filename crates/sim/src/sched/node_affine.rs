@@ -37,6 +37,8 @@ pub enum Flavor {
     Dynamic,
     /// D: pools without homenodes; exec balancing when `initial_lb`.
     Pool { initial_lb: bool },
+    /// B: the same code built without NUMA (`CONFIG_NUMA_SCHED=n`): one pool of all CPUs.
+    Flat,
 }
 
 pub struct NodeAffine {
@@ -62,6 +64,12 @@ impl NodeAffine {
         Self::with_flavor(topo, flavor, o)
     }
 
+    /// Scheduler B, `o1-steal1`: Focht's scheduler built without NUMA support (one pool of
+    /// every CPU): `CPUS_BALANCED`, the coolest task, one task per pass.
+    pub fn flat(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
+        Self::with_flavor(topo, Flavor::Flat, o)
+    }
+
     /// Scheduler D, `pool`: options `pool_delay` (idle CPUs), `pool_delay_busy` and
     /// `initial_lb` (off by default, as in the A-F comparison).
     pub fn pool(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
@@ -75,20 +83,30 @@ impl NodeAffine {
         o: &mut SchedOptions,
     ) -> Result<Self, OptionError> {
         let p = O1Params::for_era(o, Era::FOCHT_2002, 1)?;
-        let pool = matches!(flavor, Flavor::Pool { .. });
+        let pool = matches!(flavor, Flavor::Pool { .. } | Flavor::Flat);
         let n = topo.nr_cpus();
         let node_spans: Vec<CpuSet> = (0..topo.nr_nodes())
             .map(|i| topo.node_cpus(i).clone())
             .collect();
-        let per_cpu_node = super::domain::node_spans(topo);
+        let (pools, per_cpu_pool) = if flavor == Flavor::Flat {
+            (vec![topo.all_cpus()], vec![topo.all_cpus(); n])
+        } else {
+            (node_spans.clone(), super::domain::node_spans(topo))
+        };
         // D ran with an idle delay of 0 in the A-F comparison; the patches' POOL_DELAY_IDLE is
         // 1 ms and POOL_DELAY_BUSY 20 ms.
-        let delay_idle = if pool {
-            o.duration("pool_delay", 0)?
-        } else {
-            o.duration("pool_delay_idle", MS)?
+        let (delay_idle, delay_busy) = match flavor {
+            // One pool: nothing is ever remote, so no delays.
+            Flavor::Flat => (0, 0),
+            Flavor::Pool { .. } => (
+                o.duration("pool_delay", 0)?,
+                o.duration("pool_delay_busy", 20 * MS)?,
+            ),
+            _ => (
+                o.duration("pool_delay_idle", MS)?,
+                o.duration("pool_delay_busy", 20 * MS)?,
+            ),
         };
-        let delay_busy = o.duration("pool_delay_busy", 20 * MS)?;
         Ok(NodeAffine {
             flavor,
             home_bonus: if pool {
@@ -96,8 +114,8 @@ impl NodeAffine {
             } else {
                 o.uint("home_bonus", 1)? as usize
             },
-            d: Domains::new(vec![p.level("POOL", per_cpu_node)], n),
-            pb: PoolBalancer::new(node_spans.clone(), (delay_idle, delay_busy), &p),
+            d: Domains::new(vec![p.level("POOL", per_cpu_pool)], n),
+            pb: PoolBalancer::new(pools, (delay_idle, delay_busy), &p),
             node_spans,
             last_exec_node: 0,
             p,
@@ -136,11 +154,15 @@ impl CpuScheduler for NodeAffine {
             Flavor::Static => "node-affine-static",
             Flavor::Dynamic => "node-affine-dynamic",
             Flavor::Pool { .. } => "pool",
+            Flavor::Flat => "o1-steal1",
         }
     }
 
     fn options(&self) -> Vec<(String, String)> {
         let mut v = self.p.describe();
+        if self.flavor == Flavor::Flat {
+            return v;
+        }
         if let Flavor::Pool { initial_lb } = self.flavor {
             v.push(("pool_delay".into(), fmt_duration(self.pb.delay_idle)));
             v.push(("pool_delay_busy".into(), fmt_duration(self.pb.delay_busy)));
@@ -177,7 +199,7 @@ impl CpuScheduler for NodeAffine {
             home: &home,
             bonus: self.home_bonus,
         };
-        let homes = (!matches!(flavor, Flavor::Pool { .. })).then_some(&homes);
+        let homes = matches!(flavor, Flavor::Static | Flavor::Dynamic).then_some(&homes);
         self.pb.balance(k, cpu, idle.is_idle(), homes);
     }
 
@@ -185,7 +207,7 @@ impl CpuScheduler for NodeAffine {
         let with_home = match self.flavor {
             Flavor::Static => true,
             Flavor::Pool { initial_lb: true } => false,
-            Flavor::Dynamic | Flavor::Pool { initial_lb: false } => {
+            Flavor::Dynamic | Flavor::Pool { initial_lb: false } | Flavor::Flat => {
                 return ExecPlacement::default();
             }
         };
@@ -217,7 +239,7 @@ impl CpuScheduler for NodeAffine {
 fn home_of(flavor: Flavor, k: &Kernel, t: TaskId) -> Option<NodeId> {
     match flavor {
         Flavor::Static => return k.tasks[t].home_node,
-        Flavor::Pool { .. } => return None,
+        Flavor::Pool { .. } | Flavor::Flat => return None,
         Flavor::Dynamic => {}
     }
     let task = &k.tasks[t];

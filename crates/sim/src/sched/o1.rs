@@ -1,7 +1,7 @@
 //! Scheduler A: the O(1) scheduler of Linux 2.5.39, NUMA-oblivious.
 //!
 //! All CPUs form one balancing level: a CPU pulls from the longest runqueue anywhere,
-//! every `idle_interval` (1 ms) when idle and every `busy_interval` (200 ms) when busy, when
+//! every `idle_interval` (1 ms) when idle and every `busy_interval` (250 ms, HZ/4) when busy, when
 //! the imbalance reaches `imbalance_pct`. Forked tasks start on their parent's CPU and exec
 //! does not move them; a woken task returns to the CPU it last ran on.
 
@@ -229,12 +229,6 @@ pub struct O1 {
 impl O1 {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         Self::build(topo, "o1", O1Params::from_options(o)?)
-    }
-
-    /// Scheduler B, `o1-steal1`: the same balancer, moving at most one task per call (the
-    /// 2.4.18-based O(1) variant of the A-F comparison).
-    pub fn steal1(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
-        Self::build(topo, "o1-steal1", O1Params::for_era(o, Era::STOCK_2_5, 1)?)
     }
 
     fn build(topo: &Topology, name: &'static str, p: O1Params) -> Result<Self, OptionError> {

@@ -70,6 +70,8 @@ pub struct PoolBalancer {
     /// The most loaded remote node this CPU is waiting on, and since when.
     wait: Vec<Option<(NodeId, Ns)>>,
     pools: Vec<CpuSet>,
+    /// The pool of each CPU.
+    pool_of: Vec<usize>,
     pub delay_idle: Ns,
     pub delay_busy: Ns,
     /// `cache_decay_ticks`, in ns.
@@ -89,10 +91,17 @@ impl PoolBalancer {
             .map(|p| p.iter().map(|c| c + 1).max().unwrap_or(0))
             .max()
             .unwrap_or(0);
+        let mut pool_of = vec![0; n];
+        for (i, p) in pools.iter().enumerate() {
+            for c in p.iter() {
+                pool_of[c] = i;
+            }
+        }
         PoolBalancer {
             prev_nr: vec![vec![0; n]; n],
             wait: vec![None; n],
             pools,
+            pool_of,
             delay_idle,
             delay_busy,
             decay: p.kernel.cache_decay.saturating_sub(tick).max(tick.max(1)),
@@ -116,9 +125,9 @@ impl PoolBalancer {
         } else {
             prev_own
         };
-        let node = k.node_of(cpu);
+        let pool = self.pool_of[cpu];
         let pct = self.imbalance_pct;
-        let mine = self.pool_load(k, cpu, node, idle, None);
+        let mine = self.pool_load(k, cpu, pool, idle, None);
         let local = mine
             .busiest
             .filter(|&(best, max)| best != cpu && !cpus_balanced(max, nr, pct));
@@ -154,8 +163,8 @@ impl PoolBalancer {
         if idle || now < prev { now } else { prev }
     }
 
-    /// `calc_pool_load`: node `pool` as `this` sees it; with `homes`, tasks homed on
-    /// `this`'s node add the bonus.
+    /// `calc_pool_load`: pool `pool` as `this` sees it; with `homes` (pools are nodes then),
+    /// tasks homed on `this`'s node add the bonus.
     fn pool_load(
         &mut self,
         k: &Kernel,
@@ -193,7 +202,7 @@ impl PoolBalancer {
         homes: Option<&Homes>,
     ) -> Option<(CpuId, usize)> {
         let n = self.pools.len();
-        let this_pool = k.node_of(this);
+        let this_pool = self.pool_of[this];
         let (mut max_load, mut max_pool, mut best) = (this_load, this_pool, None);
         let mut weighted = this_load * self.pools[this_pool].count();
         for i in 1..n {

@@ -49,8 +49,8 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
     },
     SchedulerEntry {
         name: "o1-steal1",
-        about: "B: O(1) stealing at most one task per balancing call (2.4.18 base)",
-        build: |t, o| Ok(Box::new(O1::steal1(t, o)?)),
+        about: "B: the node-affine code built without NUMA: one pool, one task per balancing call (2.4.18 base)",
+        build: |t, o| Ok(Box::new(NodeAffine::flat(t, o)?)),
     },
     SchedulerEntry {
         name: "simple-numa",

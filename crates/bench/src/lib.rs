@@ -15,6 +15,7 @@ pub mod error;
 pub mod hackbench;
 pub mod numa_test;
 pub mod overhead;
+pub mod probe;
 pub mod report;
 pub mod worker;
 

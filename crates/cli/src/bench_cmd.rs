@@ -33,6 +33,9 @@ enum BenchCmd {
     /// What the per-node sampling costs the workers: the same jobs with sampling on and off,
     /// alternately; prints the median ratios (on / off) of their user time and elapsed time.
     Overhead(OverheadArgs),
+    /// Memory latency (a pointer chase through a buffer far larger than the caches) and one
+    /// core's streaming read rate, from every node to every node: the cost model's facts.
+    Probe(ProbeArgs),
     /// One worker (started by numa-test).
     #[command(hide = true)]
     Worker {
@@ -97,6 +100,24 @@ pub struct NumaTestArgs {
 }
 
 #[derive(Args)]
+pub struct ProbeArgs {
+    /// Buffer size, MiB (make it many times the last-level cache).
+    #[arg(long, default_value_t = bench::probe::ProbeConfig::default().mib)]
+    mib: usize,
+    /// Dependent loads per timed run.
+    #[arg(long, default_value_t = bench::probe::ProbeConfig::default().loads)]
+    loads: u64,
+    /// Timed runs per figure (the median is printed).
+    #[arg(long, default_value_t = bench::probe::ProbeConfig::default().rounds)]
+    rounds: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 pub struct OverheadArgs {
     /// Jobs per run (default: one per CPU).
     #[arg(value_name = "N")]
@@ -119,6 +140,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         BenchCmd::NumaTest(a) => numa_test(a),
         BenchCmd::Compare { sim, bench } => compare(&sim, &bench),
         BenchCmd::Overhead(a) => overhead(a),
+        BenchCmd::Probe(a) => probe(a),
         BenchCmd::Worker { args } => {
             let line = bench::worker::main_with_args(&args).map_err(|e| anyhow!("{e}"))?;
             outln!("{line}");
@@ -370,6 +392,22 @@ fn compare(sim_path: &str, bench_path: &str) -> Result<()> {
     let s = Report::read(sim_path).map_err(|e| anyhow!("{e}"))?;
     let b = Report::read(bench_path).map_err(|e| anyhow!("{e}"))?;
     out!("{}", bench::report::compare(&s, sim_path, &b, bench_path));
+    Ok(())
+}
+
+fn probe(a: ProbeArgs) -> Result<()> {
+    let cfg = bench::probe::ProbeConfig {
+        mib: a.mib,
+        loads: a.loads,
+        rounds: a.rounds,
+        seed: a.seed,
+    };
+    let r = bench::probe::run(std::path::Path::new("/"), &cfg).context("memory probe")?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        out!("{}", r.to_text());
+    }
     Ok(())
 }
 

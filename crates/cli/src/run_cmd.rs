@@ -16,7 +16,7 @@ pub struct RunArgs {
     /// Log every decision with its reason; change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Seconds between decisions.
+    /// Seconds between decisions (`placement.interval_s`; wins over the file and --set).
     #[arg(long)]
     interval: Option<f64>,
     #[arg(long, help = format!("Placement policy: {}", policy::registry::names_or()))]
@@ -91,9 +91,6 @@ fn config(a: &RunArgs) -> Result<DaemonConfig> {
     if a.dry_run {
         put("dry_run", "true".into());
     }
-    if let Some(i) = a.interval {
-        put("interval_s", format!("{i:?}"));
-    }
     if let Some(p) = &a.policy {
         put("policy", quote(p));
     }
@@ -125,7 +122,13 @@ fn config(a: &RunArgs) -> Result<DaemonConfig> {
         sets.push((k.trim().to_string(), v.trim().to_string()));
     }
     let origin = path.display().to_string();
-    Ok(DaemonConfig::with_overrides(&text, &origin, &sets)?)
+    let mut cfg = DaemonConfig::with_overrides(&text, &origin, &sets)?;
+    if let Some(i) = a.interval {
+        // Straight into the one placement interval, then the same check as the file's.
+        cfg.placement.interval_s = i;
+        cfg.validate("--interval")?;
+    }
+    Ok(cfg)
 }
 
 pub fn run(a: RunArgs) -> Result<()> {

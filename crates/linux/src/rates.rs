@@ -67,8 +67,8 @@ impl ProcessRate {
 /// Rates between two scans.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
-    /// Length of the interval, seconds.
-    pub interval_s: f64,
+    /// Seconds between the two scans, as measured.
+    pub elapsed_s: f64,
     /// Processes present in both scans, ascending PID.
     pub processes: Vec<ProcessRate>,
     /// Processes only in the later scan (started during the interval, or a reused PID): no
@@ -110,7 +110,7 @@ pub fn rates_over(
         }
     };
     let mut out = Rates {
-        interval_s: secs,
+        elapsed_s: secs,
         processes: Vec::new(),
         new: Vec::new(),
         exited: 0,

@@ -288,24 +288,67 @@ impl NumadConfig {
     }
 }
 
-/// The placement section of a configuration file: one table per policy.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// The placement section of a configuration file: the interval, then one table per policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlacementConfig {
+    /// Seconds between placement decisions: the daemon samples `/proc` and decides this often,
+    /// the simulator runs the policy this often in simulated time.
+    pub interval_s: f64,
     pub homenode: HomenodeConfig,
     pub numad: NumadConfig,
 }
 
+/// The range of [`PlacementConfig::interval_s`], seconds.
+pub const INTERVAL_RANGE_S: std::ops::RangeInclusive<f64> = 0.01..=3600.0;
+
+impl Default for PlacementConfig {
+    fn default() -> Self {
+        PlacementConfig {
+            interval_s: 2.0,
+            homenode: HomenodeConfig::default(),
+            numad: NumadConfig::default(),
+        }
+    }
+}
+
 impl PlacementConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_interval()?;
         self.homenode.validate()?;
         self.numad.validate()
+    }
+
+    /// The check of `interval_s` alone (key `interval_s`).
+    pub fn validate_interval(&self) -> Result<(), ConfigError> {
+        check(
+            self.interval_s.is_finite() && INTERVAL_RANGE_S.contains(&self.interval_s),
+            "interval_s",
+            self.interval_s,
+            "must be between 0.01 and 3600 seconds",
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_interval_is_checked_once_for_every_user() {
+        for bad in [0.0, 0.001, 3601.0, f64::NAN] {
+            let c = PlacementConfig {
+                interval_s: bad,
+                ..Default::default()
+            };
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.key, "interval_s", "{bad}");
+            assert!(e.to_string().contains("between 0.01 and 3600"), "{e}");
+        }
+        let c: PlacementConfig = serde_json::from_str(r#"{"interval_s": 0.5}"#).expect("parses");
+        assert_eq!(c.interval_s, 0.5);
+        assert_eq!(PlacementConfig::default().interval_s, 2.0);
+    }
 
     #[test]
     fn defaults_are_valid() {

@@ -24,7 +24,7 @@ pub mod registry;
 pub mod snapshot;
 
 pub use action::Action;
-pub use config::{ConfigError, HomenodeConfig, NumadConfig, PlacementConfig};
+pub use config::{ConfigError, HomenodeConfig, INTERVAL_RANGE_S, NumadConfig, PlacementConfig};
 pub use homenode::HomenodePolicy;
 pub use numad::NumadPolicy;
 pub use registry::{POLICIES, PolicyEntry, PolicyError, build};

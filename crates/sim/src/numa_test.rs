@@ -155,7 +155,7 @@ pub fn run_matrix_placed(
             o.push(("placement".into(), p.to_string()));
             o.push((
                 "placement.interval_s".into(),
-                format!("{}", p.interval as f64 / 1e9),
+                format!("{}", p.config.interval_s),
             ));
         }
         options.push(o);

@@ -35,8 +35,6 @@ pub enum PlacementError {
     },
     #[error("placement option `{item}`: expected key=value")]
     NotKeyValue { item: String },
-    #[error("placement option interval_s = {value}: a number of seconds >= 0.01")]
-    BadInterval { value: String },
     #[error("placement `{policy}` has no options")]
     NoOptions { policy: String },
     /// An option the policy's configuration does not accept (unknown key or wrong type).
@@ -48,14 +46,13 @@ pub enum PlacementError {
     Policy(#[from] policy::PolicyError),
 }
 
-/// A placement policy with its interval, as given on the command line:
+/// A placement policy with its configuration, as given on the command line:
 /// `homenode[:key=value,...]`, where the keys are the policy's parameters (docs/PLACEMENT.md)
-/// plus `interval_s`.
+/// plus `interval_s` ([`PlacementConfig::interval_s`], the one interval the daemon uses too).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlacementSpec {
     pub policy: String,
     pub config: PlacementConfig,
-    pub interval: Ns,
     /// The options as given, for labels.
     pub options: Vec<(String, String)>,
 }
@@ -71,7 +68,7 @@ impl PlacementSpec {
                 valid: policy::registry::names(),
             });
         };
-        let mut interval = 2 * SEC;
+        let mut interval = None;
         let mut table = toml::Table::new();
         let mut options = Vec::new();
         for kv in opts.split(',').filter(|kv| !kv.trim().is_empty()) {
@@ -80,30 +77,38 @@ impl PlacementSpec {
                 .ok_or_else(|| PlacementError::NotKeyValue { item: kv.into() })?;
             let (k, v) = (k.trim(), v.trim());
             options.push((k.to_string(), v.to_string()));
-            if k == "interval_s" {
-                let secs: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite() && *x >= 0.01)
-                    .ok_or_else(|| PlacementError::BadInterval { value: v.into() })?;
-                interval = (secs * SEC as f64) as Ns;
-                continue;
-            }
             let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
                 .ok()
                 .and_then(|mut t| t.remove("v"))
                 .unwrap_or_else(|| toml::Value::String(v.to_string()));
+            // The interval belongs to the placement section, not to the policy's table.
+            if k == "interval_s" {
+                let secs = value
+                    .as_float()
+                    .or_else(|| value.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| PlacementError::BadOption {
+                        policy: name.into(),
+                        message: format!("`interval_s` = {v}: not a number of seconds"),
+                    })?;
+                interval = Some(toml::Value::Float(secs));
+                continue;
+            }
             table.insert(k.to_string(), value);
         }
         let mut config = PlacementConfig::default();
-        if !table.is_empty() {
-            if entry.options.is_empty() {
-                return Err(PlacementError::NoOptions {
-                    policy: name.into(),
-                });
-            }
+        if !table.is_empty() && entry.options.is_empty() {
+            return Err(PlacementError::NoOptions {
+                policy: name.into(),
+            });
+        }
+        if !table.is_empty() || interval.is_some() {
             let mut outer = toml::Table::new();
-            outer.insert(name.to_string(), toml::Value::Table(table));
+            if let Some(i) = interval {
+                outer.insert("interval_s".into(), i);
+            }
+            if !table.is_empty() {
+                outer.insert(name.to_string(), toml::Value::Table(table));
+            }
             config = toml::Value::Table(outer)
                 .try_into()
                 .map_err(|e: toml::de::Error| PlacementError::BadOption {
@@ -115,14 +120,18 @@ impl PlacementSpec {
         Ok(PlacementSpec {
             policy: name.to_string(),
             config,
-            interval,
             options,
         })
     }
 
+    /// Time between decisions.
+    pub fn interval(&self) -> Ns {
+        (self.config.interval_s * SEC as f64) as Ns
+    }
+
     pub fn build(&self) -> Result<Placement, PlacementError> {
         let policy = policy::build(&self.policy, &self.config)?;
-        Ok(Placement::new(policy, self.interval))
+        Ok(Placement::new(policy, self.interval()))
     }
 }
 

@@ -3,7 +3,6 @@
 //! command line, which overrides the file key by key.
 //!
 //! ```toml
-//! interval_s = 2.0
 //! policy = "homenode"            # a name of policy::POLICIES
 //! dry_run = false
 //! journal = "/var/lib/homenode/journal.json"
@@ -23,12 +22,18 @@
 //! [memory]
 //! batch_pages = 1024
 //!
+//! [placement]
+//! interval_s = 2.0               # seconds between decisions (the simulator's interval too)
+//!
 //! [placement.homenode]           # policy parameters, see docs/PLACEMENT.md
 //! min_rss_mib = 64
 //!
 //! [rules.exclude]                # see docs/DAEMON.md, "Exclusion rules"
 //! comms = ["postgres"]
 //! ```
+//!
+//! A top-level `interval_s`, the key's place before it moved into `[placement]`, is still
+//! read as `placement.interval_s` (both at once with different values is an error).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -112,8 +117,6 @@ impl Default for MemoryConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DaemonConfig {
-    /// Seconds between decisions.
-    pub interval_s: f64,
     /// Placement policy: `homenode`, `numad` or `none`.
     pub policy: String,
     /// Log every decision, change nothing.
@@ -138,7 +141,6 @@ pub struct DaemonConfig {
 impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
-            interval_s: 2.0,
             policy: "homenode".into(),
             dry_run: false,
             journal: PathBuf::from("/var/lib/homenode/journal.json"),
@@ -178,8 +180,35 @@ pub enum ConfigError {
 impl DaemonConfig {
     /// Parses TOML `text` read from `origin`, and validates it.
     pub fn parse(text: &str, origin: &str) -> Result<DaemonConfig, ConfigError> {
-        let cfg: DaemonConfig = toml::from_str(text)
+        let table: toml::Table = toml::from_str(text)
             .map_err(|e| ConfigError::Toml(topo::spec::toml_error(text, origin, &e).to_string()))?;
+        // The older top-level `interval_s`: its line is blanked (so that every other error
+        // still names its line) and its value applied afterwards.
+        let legacy = table.get("interval_s").cloned();
+        let text = match legacy {
+            Some(_) => blank_top_level_key(text, "interval_s"),
+            None => text.to_string(),
+        };
+        let mut cfg: DaemonConfig = toml::from_str(&text).map_err(|e| {
+            ConfigError::Toml(topo::spec::toml_error(&text, origin, &e).to_string())
+        })?;
+        if let Some(old) = legacy {
+            let mut t = toml::Table::new();
+            t.insert("interval_s".into(), old.clone());
+            if let Some(p) = table.get("placement") {
+                t.insert("placement".into(), p.clone());
+            }
+            move_legacy_interval(&mut t, origin)?;
+            cfg.placement.interval_s = old
+                .as_float()
+                .or_else(|| old.as_integer().map(|i| i as f64))
+                .ok_or_else(|| ConfigError::Invalid {
+                    origin: origin.to_string(),
+                    key: "interval_s".into(),
+                    value: old.to_string(),
+                    reason: "must be a number of seconds".into(),
+                })?;
+        }
         cfg.validate(origin)?;
         Ok(cfg)
     }
@@ -198,7 +227,9 @@ impl DaemonConfig {
         }
         let mut table: toml::Table = toml::from_str(text)
             .map_err(|e| ConfigError::Toml(topo::spec::toml_error(text, origin, &e).to_string()))?;
+        move_legacy_interval(&mut table, origin)?;
         for (key, value) in overrides {
+            let key = &modern_key(key);
             set_dotted(&mut table, key, parse_value(value)).map_err(|reason| {
                 ConfigError::Invalid {
                     origin: "command line".into(),
@@ -242,13 +273,9 @@ impl DaemonConfig {
             value,
             reason: reason.to_string(),
         };
-        if !(self.interval_s.is_finite() && (0.05..=3600.0).contains(&self.interval_s)) {
-            return Err(bad(
-                "interval_s",
-                self.interval_s.to_string(),
-                "must be between 0.05 and 3600 seconds",
-            ));
-        }
+        self.placement
+            .validate_interval()
+            .map_err(|e| bad(&format!("placement.{}", e.key), e.value, e.reason))?;
         if policy::registry::find(&self.policy).is_none() {
             return Err(bad(
                 "policy",
@@ -339,8 +366,11 @@ fn blame_override(text: &str, overrides: &[(String, String)], e: &toml::de::Erro
     let Ok(mut table) = toml::from_str::<toml::Table>(text) else {
         return ConfigError::Toml(format!("command line: {reason}"));
     };
+    if move_legacy_interval(&mut table, "command line").is_err() {
+        return ConfigError::Toml(format!("command line: {reason}"));
+    }
     for (key, value) in overrides {
-        if set_dotted(&mut table, key, parse_value(value)).is_err() {
+        if set_dotted(&mut table, &modern_key(key), parse_value(value)).is_err() {
             break;
         }
         if let Err(e) = toml::Value::Table(table.clone()).try_into::<DaemonConfig>() {
@@ -353,6 +383,70 @@ fn blame_override(text: &str, overrides: &[(String, String)], e: &toml::de::Erro
         }
     }
     ConfigError::Toml(format!("command line: {reason}"))
+}
+
+/// `text` with the line that sets top-level `key` (before the first table header) emptied;
+/// every other line keeps its number.
+fn blank_top_level_key(text: &str, key: &str) -> String {
+    let mut in_root = true;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            in_root = false;
+        }
+        let sets_key = t
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if in_root && sets_key {
+            out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// The key's place now: the older top-level `interval_s` is `placement.interval_s`.
+fn modern_key(key: &str) -> String {
+    if key == "interval_s" {
+        "placement.interval_s".into()
+    } else {
+        key.to_string()
+    }
+}
+
+/// Moves a top-level `interval_s` (the older place of the key) to `placement.interval_s`;
+/// true if there was one. Both at once with different values is an error naming both keys.
+fn move_legacy_interval(table: &mut toml::Table, origin: &str) -> Result<bool, ConfigError> {
+    let Some(old) = table.remove("interval_s") else {
+        return Ok(false);
+    };
+    let placement = table
+        .entry("placement")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(placement) = placement.as_table_mut() else {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: "placement".into(),
+            value: placement.to_string(),
+            reason: "must be a table".into(),
+        });
+    };
+    match placement.get("interval_s") {
+        Some(new) if new != &old => Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: "interval_s".into(),
+            value: old.to_string(),
+            reason: format!(
+                "also given as placement.interval_s = {new}; keep one (interval_s is its older place)"
+            ),
+        }),
+        _ => {
+            placement.insert("interval_s".into(), old);
+            Ok(true)
+        }
+    }
 }
 
 /// A command-line value: TOML if it parses as a TOML value, else a plain string.
@@ -418,6 +512,42 @@ comms = ["postgres"]
         assert_eq!(c.memory.batch_pages, 64);
         assert_eq!(c.placement.homenode.min_rss_mib, 8);
         assert!(c.rules.exclude.comms.contains("postgres"));
+        // The older top-level `interval_s` is read as placement.interval_s.
+        assert_eq!(c.placement.interval_s, 1.5);
+    }
+
+    /// Issue 15: one placement interval, in `[placement]`; the older top-level key still
+    /// reads, `--set interval_s` too, and the two places disagreeing is one clear error.
+    #[test]
+    fn the_interval_lives_in_placement() {
+        let c = DaemonConfig::parse("[placement]\ninterval_s = 3\n", "h.toml").expect("ok");
+        assert_eq!(c.placement.interval_s, 3.0);
+        let same = "interval_s = 3.0\n[placement]\ninterval_s = 3.0\n";
+        assert_eq!(
+            DaemonConfig::parse(same, "h.toml")
+                .expect("same")
+                .placement
+                .interval_s,
+            3.0
+        );
+        let e = DaemonConfig::parse(
+            "interval_s = 1.0\n[placement]\ninterval_s = 3.0\n",
+            "h.toml",
+        )
+        .expect_err("both")
+        .to_string();
+        assert!(
+            e.starts_with("h.toml: `interval_s` = 1.0") && e.contains("placement.interval_s = 3.0"),
+            "{e}"
+        );
+        let set = [("interval_s".to_string(), "4".to_string())];
+        let c = DaemonConfig::with_overrides("", "h.toml", &set).expect("set");
+        assert_eq!(c.placement.interval_s, 4.0);
+        // An unknown key after a blanked legacy line still names its own line.
+        let e = DaemonConfig::parse("interval_s = 2.0\nspeed = 3\n", "h.toml")
+            .expect_err("unknown")
+            .to_string();
+        assert!(e.starts_with("h.toml:2:"), "{e}");
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Daemon {
             policy: cfg.policy.clone(),
             dry_run: cfg.dry_run,
             fake_numa: cfg.fake_numa,
-            interval_s: cfg.interval_s,
+            interval_s: cfg.placement.interval_s,
             ..StatusReport::default()
         }));
         let mut d = Daemon {
@@ -342,7 +342,7 @@ impl Daemon {
         let snap = Snapshot {
             topo: host.topology(),
             now_ns,
-            interval_ns: (sample.interval_s * 1e9) as u64,
+            interval_ns: (sample.elapsed_s * 1e9) as u64,
             nodes: nodes.clone(),
             processes: views,
         };
@@ -770,7 +770,7 @@ pub fn run_reloading(
         "homenode {}: policy {}, interval {} s, {} nodes{}{}",
         env!("CARGO_PKG_VERSION"),
         d.cfg.policy,
-        d.cfg.interval_s,
+        d.cfg.placement.interval_s,
         d.host.nr_nodes(),
         if d.host.fake { " (fake NUMA)" } else { "" },
         if d.cfg.dry_run {
@@ -787,7 +787,7 @@ pub fn run_reloading(
         if max_intervals.is_some_and(|m| summary.intervals >= m) {
             break;
         }
-        let period = Duration::from_secs_f64(d.cfg.interval_s);
+        let period = Duration::from_secs_f64(d.cfg.placement.interval_s);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.interval()));
         match r {
             Ok(Ok(rep)) => {
@@ -815,7 +815,7 @@ pub fn run_reloading(
                 if r.requested.swap(false, Ordering::Relaxed) {
                     take_new_config(&mut d, r);
                     // A shorter interval takes effect now, not after the old one's wait.
-                    let new_period = Duration::from_secs_f64(d.cfg.interval_s);
+                    let new_period = Duration::from_secs_f64(d.cfg.placement.interval_s);
                     next = next.min(Instant::now() + new_period);
                 }
             }

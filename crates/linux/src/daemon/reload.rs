@@ -55,14 +55,16 @@ impl Daemon {
         new.metrics_allow_remote = old.metrics_allow_remote;
         new.fake_numa = old.fake_numa;
         new.dry_run = old.dry_run;
-        if new.policy != old.policy || new.placement != old.placement {
+        // A new interval alone keeps the policy and what it knows.
+        let (np, op) = (&new.placement, &old.placement);
+        if new.policy != old.policy || np.homenode != op.homenode || np.numad != op.numad {
             self.policy =
                 policy::build(&new.policy, &new.placement).map_err(DaemonError::Policy)?;
         }
         self.actuator.memory = new.memory.clone();
         if let Ok(mut s) = self.status.lock() {
             s.policy = new.policy.clone();
-            s.interval_s = new.interval_s;
+            s.interval_s = new.placement.interval_s;
         }
         self.cfg = new;
         Ok(report)
@@ -113,17 +115,24 @@ mod tests {
     fn diff_names_nested_keys_and_unset_values() {
         let old = DaemonConfig::default();
         let mut new = old.clone();
-        new.interval_s = 1.0;
+        new.placement.interval_s = 1.0;
         new.placement.homenode.min_rss_mib = 16;
         new.metrics = Some("127.0.0.1:9750".parse().expect("addr"));
         let d = diff(&old, &new);
         let keys: Vec<&str> = d.iter().map(|(k, _, _)| k.as_str()).collect();
         assert_eq!(
             keys,
-            ["interval_s", "metrics", "placement.homenode.min_rss_mib"]
+            [
+                "metrics",
+                "placement.homenode.min_rss_mib",
+                "placement.interval_s"
+            ]
         );
-        assert_eq!(d[1].1, "unset");
-        assert_eq!(d[0], ("interval_s".into(), "2.0".into(), "1.0".into()));
+        assert_eq!(d[0].1, "unset");
+        assert_eq!(
+            d[2],
+            ("placement.interval_s".into(), "2.0".into(), "1.0".into())
+        );
         assert!(diff(&old, &old).is_empty());
     }
 }

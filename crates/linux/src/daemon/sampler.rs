@@ -52,8 +52,8 @@ pub struct LightRate {
 /// What one interval's sampling produced.
 #[derive(Debug)]
 pub struct Sample {
-    /// Seconds covered by the rates.
-    pub interval_s: f64,
+    /// Seconds since the previous sample, as measured (not the configured interval).
+    pub elapsed_s: f64,
     /// Every user process of the light pass, ascending PID.
     pub light: Vec<LightRate>,
     /// The full pass over the candidates.
@@ -104,7 +104,7 @@ impl Sampler {
         rules: &Rules,
     ) -> Result<Sample, ProcError> {
         let now = Instant::now();
-        let interval_s = self
+        let elapsed_s = self
             .prev_light_at
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
         let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
@@ -140,7 +140,7 @@ impl Sampler {
         self.passes += 1;
         self.prev_full = Some(clone_scan(&full));
         Ok(Sample {
-            interval_s,
+            elapsed_s,
             light,
             full,
             rates,

@@ -152,7 +152,7 @@ fn giving_up_is_an_error() {
     let tmp = copy_fixture("multinode-4n");
     let run_dir = tempfile::tempdir().expect("tmp");
     let mut c = config(tmp.path());
-    c.interval_s = 0.05;
+    c.placement.interval_s = 0.05;
     c.socket = run_dir.path().join("h.sock");
     c.journal = run_dir.path().join("journal.json");
     // Every interval fails: /proc/stat is gone.
@@ -201,18 +201,18 @@ fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
     // A bad policy name: refused, nothing changes.
     let mut bad = d.config().clone();
     bad.policy = "bogus".into();
-    bad.interval_s = 1.0;
+    bad.placement.interval_s = 1.0;
     let e = d
         .reload(bad)
         .expect_err("unknown policy refused")
         .to_string();
     assert!(e.contains("policy") && e.contains("bogus"), "{e}");
-    assert_eq!(d.config().interval_s, 2.0);
+    assert_eq!(d.config().placement.interval_s, 2.0);
     assert_eq!(d.config().policy, "homenode");
 
     // Live keys apply; the socket needs a restart and keeps its running value.
     let mut new = d.config().clone();
-    new.interval_s = 1.0;
+    new.placement.interval_s = 1.0;
     new.policy = "numad".into();
     new.placement.homenode.min_rss_mib = 32;
     new.socket = "/elsewhere/homenode.sock".into();
@@ -220,15 +220,15 @@ fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
     assert_eq!(
         r.applied,
         [
-            "interval_s: 2.0 -> 1.0",
             "placement.homenode.min_rss_mib: 0 -> 32",
+            "placement.interval_s: 2.0 -> 1.0",
             "policy: \"homenode\" -> \"numad\""
         ]
     );
     assert_eq!(r.need_restart.len(), 1, "{r:?}");
     assert!(r.need_restart[0].starts_with("socket: "), "{r:?}");
     assert_eq!(d.config().socket, socket);
-    assert_eq!(d.config().interval_s, 1.0);
+    assert_eq!(d.config().placement.interval_s, 1.0);
     let status = d.status();
     let s = status.lock().expect("status").clone();
     assert_eq!((s.policy.as_str(), s.interval_s), ("numad", 1.0));

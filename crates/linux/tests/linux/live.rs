@@ -416,7 +416,7 @@ fn live_scan_finds_this_process_and_measures_a_busy_thread() {
     // CPU seconds the scanner saw = what the thread burnt, within the clock-tick resolution of
     // /proc (two ticks at either end; ticks are 10 ms at USER_HZ 100).
     let tick = 1.0 / clock_ticks_per_second() as f64;
-    let seen_s = spin.cpu * r.interval_s;
+    let seen_s = spin.cpu * r.elapsed_s;
     assert!(
         seen_s >= BURN_S - 4.0 * tick,
         "the scanner saw {seen_s:.3} CPU s of the spinner's {BURN_S} s"

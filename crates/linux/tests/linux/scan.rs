@@ -230,7 +230,7 @@ fn rates_between_two_scans() {
     let b = s.scan(l, &opts).expect("b");
     let map = CpuNodeMap::from_node_cpus(&[set("0-3"), set("4-7"), set("8-11"), set("12-15")]);
     let r = rates_over(&a, &b, Duration::from_secs(2), 100, &map);
-    assert_eq!(r.interval_s, 2.0);
+    assert_eq!(r.elapsed_s, 2.0);
     assert_eq!(
         r.new,
         vec![ProcessKey {

@@ -164,7 +164,8 @@ fn placement_runs_are_deterministic() {
 fn placement_spec_errors_name_the_culprit() {
     let ok = PlacementSpec::parse("homenode:min_rss_mib=16,interval_s=1").expect("ok");
     assert_eq!(ok.config.homenode.min_rss_mib, 16);
-    assert_eq!(ok.interval, 1_000_000_000);
+    assert_eq!(ok.interval(), 1_000_000_000);
+    assert_eq!(ok.config.interval_s, 1.0);
     assert_eq!(ok.to_string(), "homenode:min_rss_mib=16,interval_s=1");
     for (s, want) in [
         (
@@ -174,6 +175,8 @@ fn placement_spec_errors_name_the_culprit() {
         ("homenode:min_rss=3", "min_rss"),
         ("homenode:min_cpu", "expected key=value"),
         ("homenode:interval_s=0", "interval_s"),
+        ("homenode:interval_s=fast", "interval_s"),
+        ("numad:interval_s=4000", "between 0.01 and 3600"),
         ("homenode:imbalance_pct=50", "imbalance_pct"),
         ("none:min_cpu=1", "no options"),
     ] {

@@ -68,7 +68,28 @@ impl Gate {
     }
 }
 
-type Worker = JoinHandle<Result<(), String>>;
+/// What stopped a hackbench thread, or kept one from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum HackbenchError {
+    #[error("group {group}: socketpair: {source}")]
+    SocketPair { group: u32, source: std::io::Error },
+    #[error("group {group}: cannot start {role} thread: {source}")]
+    Thread {
+        group: u32,
+        role: &'static str,
+        source: std::io::Error,
+    },
+    #[error("receiver read: {0}")]
+    Read(std::io::Error),
+    #[error("receiver: senders closed after {got} of {want} bytes")]
+    Closed { got: u64, want: u64 },
+    #[error("sender write: {0}")]
+    Write(std::io::Error),
+    #[error("a hackbench thread panicked")]
+    Panicked,
+}
+
+type Worker = JoinHandle<Result<(), HackbenchError>>;
 
 /// Run the peak; returns its duration.
 pub fn run(p: &HackbenchParams) -> Result<Duration, BenchError> {
@@ -91,15 +112,13 @@ pub fn run(p: &HackbenchParams) -> Result<Duration, BenchError> {
     gate.open(r.is_ok());
     let mut first_err = r.err();
     for t in threads {
-        let res = t
-            .join()
-            .unwrap_or_else(|_| Err("a hackbench thread panicked".into()));
+        let res = t.join().unwrap_or(Err(HackbenchError::Panicked));
         if let (Err(e), None) = (res, &first_err) {
             first_err = Some(e);
         }
     }
     match first_err {
-        Some(e) => Err(BenchError::Hackbench(e)),
+        Some(e) => Err(BenchError::Hackbench(e.to_string())),
         None => Ok(t0.elapsed()),
     }
 }
@@ -108,19 +127,24 @@ fn spawn_all(
     p: &HackbenchParams,
     gate: &Arc<Gate>,
     threads: &mut Vec<Worker>,
-) -> Result<(), String> {
+) -> Result<(), HackbenchError> {
     let builder = || std::thread::Builder::new().stack_size(64 * 1024);
     let want = u64::from(p.loops) * u64::from(p.senders) * p.msg_bytes as u64;
     for g in 0..p.groups {
         let mut txs = Vec::new();
         for r in 0..p.receivers {
-            let (rx, tx) = UnixStream::pair().map_err(|e| format!("group {g}: socketpair: {e}"))?;
+            let (rx, tx) = UnixStream::pair()
+                .map_err(|source| HackbenchError::SocketPair { group: g, source })?;
             txs.push(Arc::new(tx));
             let gate = gate.clone();
             let t = builder()
                 .name(format!("hb-recv-{g}-{r}"))
                 .spawn(move || receiver(rx, want, &gate))
-                .map_err(|e| format!("group {g}: cannot start receiver thread: {e}"))?;
+                .map_err(|source| HackbenchError::Thread {
+                    group: g,
+                    role: "receiver",
+                    source,
+                })?;
             threads.push(t);
         }
         let txs = Arc::new(txs);
@@ -130,43 +154,46 @@ fn spawn_all(
             let t = builder()
                 .name(format!("hb-send-{g}-{s}"))
                 .spawn(move || sender(&txs, loops, bytes, &gate))
-                .map_err(|e| format!("group {g}: cannot start sender thread: {e}"))?;
+                .map_err(|source| HackbenchError::Thread {
+                    group: g,
+                    role: "sender",
+                    source,
+                })?;
             threads.push(t);
         }
     }
     Ok(())
 }
 
-fn receiver(mut rx: UnixStream, want: u64, gate: &Gate) -> Result<(), String> {
+fn receiver(mut rx: UnixStream, want: u64, gate: &Gate) -> Result<(), HackbenchError> {
     if !gate.wait() {
         return Ok(());
     }
     let mut buf = [0u8; 4096];
     let mut got = 0u64;
     while got < want {
-        let n = rx
-            .read(&mut buf)
-            .map_err(|e| format!("receiver read: {e}"))?;
+        let n = rx.read(&mut buf).map_err(HackbenchError::Read)?;
         if n == 0 {
-            return Err(format!(
-                "receiver: senders closed after {got} of {want} bytes"
-            ));
+            return Err(HackbenchError::Closed { got, want });
         }
         got += n as u64;
     }
     Ok(())
 }
 
-fn sender(txs: &[Arc<UnixStream>], loops: u32, bytes: usize, gate: &Gate) -> Result<(), String> {
+fn sender(
+    txs: &[Arc<UnixStream>],
+    loops: u32,
+    bytes: usize,
+    gate: &Gate,
+) -> Result<(), HackbenchError> {
     if !gate.wait() {
         return Ok(());
     }
     let msg = vec![0x5a_u8; bytes];
     for _ in 0..loops {
         for tx in txs {
-            (&**tx)
-                .write_all(&msg)
-                .map_err(|e| format!("sender write: {e}"))?;
+            (&**tx).write_all(&msg).map_err(HackbenchError::Write)?;
         }
     }
     Ok(())

@@ -166,7 +166,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
         .context("installing the SIGHUP handler")?;
     // SIGHUP: read the file and the command line again, as at start.
-    let read = || config(&a).map_err(|e| format!("{e:#}"));
+    let read = || config(&a).map_err(daemon::ReadError::from);
     let reload = daemon::Reload {
         requested: &hup,
         read: &read,

@@ -12,6 +12,39 @@ use nix::errno::Errno;
 
 use crate::Pid;
 
+/// Why a text (a `/proc` or `/sys` file, a policy token, a configuration key path) could not
+/// be parsed: one line naming the field, line or token and what was wrong. The reader that
+/// knows the file adds its path ([`ProcError::Parse`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+impl From<String> for ParseError {
+    fn from(s: String) -> Self {
+        ParseError(s)
+    }
+}
+
+impl From<&str> for ParseError {
+    fn from(s: &str) -> Self {
+        ParseError(s.to_string())
+    }
+}
+
+/// The message, for matching in tests and for callers that add their own context.
+impl std::ops::Deref for ParseError {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<ParseError> for String {
+    fn from(e: ParseError) -> Self {
+        e.0
+    }
+}
+
 /// A `/proc` or `/sys` file that could not be read or parsed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcError {
@@ -34,10 +67,10 @@ impl ProcError {
         }
     }
 
-    pub(crate) fn parse(path: &Path, reason: impl Into<String>) -> Self {
+    pub(crate) fn parse(path: &Path, reason: impl std::fmt::Display) -> Self {
         ProcError::Parse {
             path: path.to_path_buf(),
-            reason: one_line(&reason.into()),
+            reason: one_line(&reason.to_string()),
         }
     }
 

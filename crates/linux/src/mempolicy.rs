@@ -119,7 +119,7 @@ impl MemPolicy {
     /// `NAME[=FLAGS][:NODELIST]`, where NAME may hold a space (`prefer (many)`,
     /// `weighted interleave`) and FLAGS is `static`, `relative`, `balancing` or
     /// `static|balancing`. Returns the policy and the rest of the line.
-    pub fn parse_prefix(s: &str) -> Result<(MemPolicy, &str), String> {
+    pub fn parse_prefix(s: &str) -> Result<(MemPolicy, &str), crate::error::ParseError> {
         let s = s.trim_start();
         let spaced = PolicyMode::SPACED.iter().find(|m| s.starts_with(m.name()));
         let (token, rest) = match spaced {
@@ -137,7 +137,7 @@ impl MemPolicy {
     }
 
     /// Parses one policy in the `numa_maps` form (`bind=static:0-1`).
-    pub fn parse(token: &str) -> Result<MemPolicy, String> {
+    pub fn parse(token: &str) -> Result<MemPolicy, crate::error::ParseError> {
         let (head, nodes) = match token.split_once(':') {
             Some((h, n)) => (h, Some(n)),
             None => (token, None),
@@ -150,7 +150,11 @@ impl MemPolicy {
             .iter()
             .copied()
             .find(|m| m.name() == name)
-            .ok_or_else(|| format!("unknown memory policy `{name}` in `{token}`"))?;
+            .ok_or_else(|| {
+                crate::error::ParseError::from(format!(
+                    "unknown memory policy `{name}` in `{token}`"
+                ))
+            })?;
         let mut p = MemPolicy {
             mode,
             ..MemPolicy::default_policy()
@@ -161,13 +165,18 @@ impl MemPolicy {
                     "static" => p.static_nodes = true,
                     "relative" => p.relative_nodes = true,
                     "balancing" => p.balancing = true,
-                    _ => return Err(format!("unknown policy flag `{f}` in `{token}`")),
+                    _ => {
+                        return Err(crate::error::ParseError::from(format!(
+                            "unknown policy flag `{f}` in `{token}`"
+                        )));
+                    }
                 }
             }
         }
         if let Some(nodes) = nodes {
-            p.nodes = CpuSet::parse_list_below(nodes, MAX_NUMNODES, "node")
-                .map_err(|e| format!("node list of policy `{token}`: {e}"))?;
+            p.nodes = CpuSet::parse_list_below(nodes, MAX_NUMNODES, "node").map_err(|e| {
+                crate::error::ParseError::from(format!("node list of policy `{token}`: {e}"))
+            })?;
         }
         Ok(p)
     }

@@ -70,7 +70,7 @@ pub struct NodeMemory {
 }
 
 /// Parses a node's `meminfo` (`Node 0 MemTotal:  16384 kB` lines).
-pub fn parse_node_meminfo(text: &str) -> Result<NodeMemory, String> {
+pub fn parse_node_meminfo(text: &str) -> Result<NodeMemory, crate::error::ParseError> {
     let mut total = None;
     let mut free = None;
     for (i, line) in text.lines().enumerate() {
@@ -83,12 +83,18 @@ pub fn parse_node_meminfo(text: &str) -> Result<NodeMemory, String> {
             _ => continue,
         };
         let mut parts = val.split_ascii_whitespace();
-        let n: u64 = parts
-            .next()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("line {}: `{}` is not a number of kB", i + 1, val.trim()))?;
+        let n: u64 = parts.next().and_then(|v| v.parse().ok()).ok_or_else(|| {
+            crate::error::ParseError::from(format!(
+                "line {}: `{}` is not a number of kB",
+                i + 1,
+                val.trim()
+            ))
+        })?;
         if parts.next().is_some_and(|u| u != "kB") {
-            return Err(format!("line {}: unit is not kB", i + 1));
+            return Err(crate::error::ParseError::from(format!(
+                "line {}: unit is not kB",
+                i + 1
+            )));
         }
         *slot = Some(n.saturating_mul(1024));
     }

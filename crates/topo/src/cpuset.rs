@@ -159,13 +159,13 @@ impl CpuSet {
 
     /// Parse the kernel's list format (`0-3,8,10-11`; empty string = empty set), as found in
     /// sysfs `cpulist` files. Ids up to 2^20 - 1.
-    pub fn parse_list(s: &str) -> Result<CpuSet, String> {
+    pub fn parse_list(s: &str) -> Result<CpuSet, CpuListError> {
         CpuSet::parse_list_below(s, 1 << 20, "CPU")
     }
 
     /// [`CpuSet::parse_list`] for ids below `limit`; `what` names them in errors ("CPU",
     /// "node").
-    pub fn parse_list_below(s: &str, limit: usize, what: &str) -> Result<CpuSet, String> {
+    pub fn parse_list_below(s: &str, limit: usize, what: &str) -> Result<CpuSet, CpuListError> {
         let mut set = CpuSet::new();
         for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let num = |x: &str| {
@@ -173,20 +173,22 @@ impl CpuSet {
                     .parse::<usize>()
                     .ok()
                     .filter(|&n| n < limit)
-                    .ok_or_else(|| {
-                        format!(
-                            "`{x}` in {what} list `{s}` is not a {what} number (0 to {})",
-                            limit - 1
-                        )
+                    .ok_or_else(|| CpuListError::NotANumber {
+                        item: x.trim().to_string(),
+                        what: what.to_string(),
+                        list: s.to_string(),
+                        max: limit - 1,
                     })
             };
             match part.split_once('-') {
                 Some((a, b)) => {
                     let (a, b) = (num(a)?, num(b)?);
                     if a > b {
-                        return Err(format!(
-                            "range `{part}` in {what} list `{s}` runs backwards"
-                        ));
+                        return Err(CpuListError::Backwards {
+                            range: part.to_string(),
+                            what: what.to_string(),
+                            list: s.to_string(),
+                        });
                     }
                     set.insert_range(a, b);
                 }
@@ -201,6 +203,24 @@ impl CpuSet {
             self.words.pop();
         }
     }
+}
+
+/// A CPU or node list (`0-3,8`) that does not parse, naming the item and the list.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpuListError {
+    #[error("`{item}` in {what} list `{list}` is not a {what} number (0 to {max})")]
+    NotANumber {
+        item: String,
+        what: String,
+        list: String,
+        max: usize,
+    },
+    #[error("range `{range}` in {what} list `{list}` runs backwards")]
+    Backwards {
+        range: String,
+        what: String,
+        list: String,
+    },
 }
 
 impl FromIterator<usize> for CpuSet {
@@ -252,7 +272,10 @@ mod tests {
         let big = super::CpuSet::parse_list("0-1048575").expect("largest");
         assert_eq!(big.count(), 1 << 20);
         let e = super::CpuSet::parse_list_below("0-1024", 1024, "node").expect_err("cap");
-        assert!(e.contains("not a node number (0 to 1023)"), "{e}");
+        assert!(
+            e.to_string().contains("not a node number (0 to 1023)"),
+            "{e}"
+        );
     }
     use super::*;
 
@@ -261,8 +284,18 @@ mod tests {
         let s = CpuSet::parse_list("0-3, 8,10-11").expect("list");
         assert_eq!(s.to_list_string(), "0-3,8,10-11");
         assert_eq!(CpuSet::parse_list("").expect("empty"), CpuSet::new());
-        assert!(CpuSet::parse_list("3-1").unwrap_err().contains("backwards"));
-        assert!(CpuSet::parse_list("x").unwrap_err().contains("`x`"));
+        assert!(
+            CpuSet::parse_list("3-1")
+                .unwrap_err()
+                .to_string()
+                .contains("backwards")
+        );
+        assert!(
+            CpuSet::parse_list("x")
+                .unwrap_err()
+                .to_string()
+                .contains("`x`")
+        );
         assert!(CpuSet::parse_list("99999999").is_err());
     }
 

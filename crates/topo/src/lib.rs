@@ -17,7 +17,7 @@ pub mod presets;
 pub mod spec;
 pub mod sysfs;
 
-pub use cpuset::CpuSet;
+pub use cpuset::{CpuListError, CpuSet};
 pub use domains::{DomainKind, DomainLevel, flat_domain, node_domains, sched_domains};
 pub use error::TopoError;
 pub use fake::fake_numa;

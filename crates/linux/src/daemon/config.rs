@@ -235,7 +235,7 @@ impl DaemonConfig {
                     origin: "command line".into(),
                     key: key.clone(),
                     value: value.clone(),
-                    reason,
+                    reason: reason.to_string(),
                 }
             })?;
         }
@@ -457,7 +457,11 @@ fn parse_value(v: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(v.to_string()))
 }
 
-fn set_dotted(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+fn set_dotted(
+    table: &mut toml::Table,
+    key: &str,
+    value: toml::Value,
+) -> Result<(), crate::error::ParseError> {
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
         return Err("empty key component".into());

@@ -731,12 +731,28 @@ pub struct RunSummary {
     pub restore: RestoreReport,
 }
 
+/// Why a configuration could not be read again: whatever the caller's reader reports (the
+/// CLI's errors carry the file, key and the command-line flag).
+pub type ReadError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A way to take a new configuration while running: `requested` is set (by a SIGHUP
 /// handler), and `read` reads the configuration again (the file and the command line), or
-/// says in one line why it cannot.
+/// says why it cannot.
 pub struct Reload<'a> {
     pub requested: &'a AtomicBool,
-    pub read: &'a dyn Fn() -> Result<DaemonConfig, String>,
+    pub read: &'a dyn Fn() -> Result<DaemonConfig, ReadError>,
+}
+
+/// An error and its causes on one line, `outer: inner: ...`.
+fn one_line_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
 }
 
 /// The whole daemon: start, serve the status socket (and metrics), run intervals until `stop`
@@ -852,6 +868,7 @@ fn take_new_config(d: &mut Daemon, r: &Reload<'_>) {
     let new = match (r.read)() {
         Ok(c) => c,
         Err(e) => {
+            let e = one_line_chain(e.as_ref());
             tracing::error!("reload refused, the running configuration stays: {e}");
             return;
         }

@@ -81,7 +81,7 @@ impl ProcCgroup {
 }
 
 /// Parses the text of `/proc/PID/cgroup`.
-pub fn parse(text: &str) -> Result<ProcCgroup, String> {
+pub fn parse(text: &str) -> Result<ProcCgroup, crate::error::ParseError> {
     let mut cg = ProcCgroup::default();
     for (i, line) in text.lines().enumerate() {
         let ln = i + 1;
@@ -90,15 +90,19 @@ pub fn parse(text: &str) -> Result<ProcCgroup, String> {
         }
         let mut parts = line.splitn(3, ':');
         let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(format!(
+            return Err(crate::error::ParseError::from(format!(
                 "line {ln}: `{line}` is not ID:CONTROLLERS:PATH (truncated?)"
-            ));
+            )));
         };
-        let hierarchy: u32 = id
-            .parse()
-            .map_err(|_| format!("line {ln}: hierarchy ID `{id}` is not a number"))?;
+        let hierarchy: u32 = id.parse().map_err(|_| {
+            crate::error::ParseError::from(format!(
+                "line {ln}: hierarchy ID `{id}` is not a number"
+            ))
+        })?;
         if !path.starts_with('/') {
-            return Err(format!("line {ln}: cgroup path `{path}` is not absolute"));
+            return Err(crate::error::ParseError::from(format!(
+                "line {ln}: cgroup path `{path}` is not absolute"
+            )));
         }
         if hierarchy == 0 && ctrl.is_empty() {
             cg.v2 = Some(path.to_string());
@@ -151,24 +155,24 @@ impl CgroupMounts {
 
 /// Parses `mountinfo` (`man 5 proc_pid_mountinfo`) for the cgroup mounts:
 /// `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS`.
-pub fn parse_mountinfo(text: &str) -> Result<CgroupMounts, String> {
+pub fn parse_mountinfo(text: &str) -> Result<CgroupMounts, crate::error::ParseError> {
     let mut m = CgroupMounts::default();
     for (i, line) in text.lines().enumerate() {
         let ln = i + 1;
         if line.trim().is_empty() {
             continue;
         }
-        let (left, right) = line
-            .split_once(" - ")
-            .ok_or_else(|| format!("line {ln}: no ` - ` separator (truncated?)"))?;
+        let (left, right) = line.split_once(" - ").ok_or_else(|| {
+            crate::error::ParseError::from(format!("line {ln}: no ` - ` separator (truncated?)"))
+        })?;
         let mount_point = left
             .split_ascii_whitespace()
             .nth(4)
-            .ok_or_else(|| format!("line {ln}: no mount point"))?;
+            .ok_or_else(|| crate::error::ParseError::from(format!("line {ln}: no mount point")))?;
         let mut r = right.split_ascii_whitespace();
-        let fstype = r
-            .next()
-            .ok_or_else(|| format!("line {ln}: no filesystem type"))?;
+        let fstype = r.next().ok_or_else(|| {
+            crate::error::ParseError::from(format!("line {ln}: no filesystem type"))
+        })?;
         let _source = r.next();
         let superopts = r.next().unwrap_or("");
         match fstype {

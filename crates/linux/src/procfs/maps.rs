@@ -47,7 +47,7 @@ impl Mapping {
 }
 
 /// Parses the text of `maps`. Reasons name the line.
-pub fn parse(text: &str) -> Result<Vec<Mapping>, String> {
+pub fn parse(text: &str) -> Result<Vec<Mapping>, crate::error::ParseError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let ln = i + 1;
@@ -55,11 +55,13 @@ pub fn parse(text: &str) -> Result<Vec<Mapping>, String> {
             continue;
         }
         let mut rest = line;
-        let mut next = |what: &str| -> Result<&str, String> {
+        let mut next = |what: &str| -> Result<&str, crate::error::ParseError> {
             let t = rest.trim_start();
             let end = t.find(' ').unwrap_or(t.len());
             if end == 0 {
-                return Err(format!("line {ln}: no {what} (truncated?)"));
+                return Err(crate::error::ParseError::from(format!(
+                    "line {ln}: no {what} (truncated?)"
+                )));
             }
             rest = &t[end..];
             Ok(&t[..end])
@@ -71,24 +73,31 @@ pub fn parse(text: &str) -> Result<Vec<Mapping>, String> {
         let inode = next("inode")?;
         let path = rest.trim_start().to_string();
         let hex = |what: &str, v: &str| {
-            u64::from_str_radix(v, 16)
-                .map_err(|_| format!("line {ln}: {what} `{v}` is not hexadecimal"))
+            u64::from_str_radix(v, 16).map_err(|_| {
+                crate::error::ParseError::from(format!(
+                    "line {ln}: {what} `{v}` is not hexadecimal"
+                ))
+            })
         };
-        let (s, e) = range
-            .split_once('-')
-            .ok_or_else(|| format!("line {ln}: address range `{range}` has no `-`"))?;
+        let (s, e) = range.split_once('-').ok_or_else(|| {
+            crate::error::ParseError::from(format!("line {ln}: address range `{range}` has no `-`"))
+        })?;
         let (start, end) = (hex("start", s)?, hex("end", e)?);
         if end < start {
-            return Err(format!("line {ln}: address range `{range}` runs backwards"));
+            return Err(crate::error::ParseError::from(format!(
+                "line {ln}: address range `{range}` runs backwards"
+            )));
         }
         out.push(Mapping {
             start,
             end,
             perms,
             offset: hex("offset", offset)?,
-            inode: inode
-                .parse()
-                .map_err(|_| format!("line {ln}: inode `{inode}` is not a number"))?,
+            inode: inode.parse().map_err(|_| {
+                crate::error::ParseError::from(format!(
+                    "line {ln}: inode `{inode}` is not a number"
+                ))
+            })?,
             path,
         });
     }

@@ -335,7 +335,7 @@ impl ProcDir {
         &self,
         name: &str,
         never_empty: bool,
-        parse: impl FnOnce(&str) -> Result<T, String>,
+        parse: impl FnOnce(&str) -> Result<T, crate::error::ParseError>,
     ) -> Result<Live<T>, ProcError> {
         match self.read_text(name, never_empty)? {
             Live::Alive(text) => parse(&text)
@@ -348,7 +348,7 @@ impl ProcDir {
     fn parsed_optional<T>(
         &self,
         name: &str,
-        parse: impl FnOnce(&str) -> Result<T, String>,
+        parse: impl FnOnce(&str) -> Result<T, crate::error::ParseError>,
     ) -> Result<Live<Option<T>>, ProcError> {
         let mut buf = Vec::new();
         match self.read_optional_file(name, &mut buf)? {
@@ -417,7 +417,10 @@ pub(crate) fn key_values(text: &str) -> impl Iterator<Item = (usize, &str, &str)
 }
 
 /// Parses an unsigned decimal number, with a reason naming the field on failure.
-pub(crate) fn num<T: std::str::FromStr>(field: &str, v: &str) -> Result<T, String> {
+pub(crate) fn num<T: std::str::FromStr>(
+    field: &str,
+    v: &str,
+) -> Result<T, crate::error::ParseError> {
     v.parse::<T>()
-        .map_err(|_| format!("{field} `{v}` is not a number"))
+        .map_err(|_| crate::error::ParseError::from(format!("{field} `{v}` is not a number")))
 }

@@ -118,7 +118,7 @@ const MAX_NODE: usize = crate::mempolicy::MAX_NUMNODES;
 
 /// Parses the text of `numa_maps`. Reasons name the line. Keys the parser does not know are
 /// skipped, so newer kernels' fields do not break it.
-pub fn parse(text: &str) -> Result<NumaMaps, String> {
+pub fn parse(text: &str) -> Result<NumaMaps, crate::error::ParseError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let ln = i + 1;
@@ -127,15 +127,18 @@ pub fn parse(text: &str) -> Result<NumaMaps, String> {
             continue;
         }
         let (addr, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let addr = u64::from_str_radix(addr, 16)
-            .map_err(|_| format!("line {ln}: address `{addr}` is not hexadecimal"))?;
+        let addr = u64::from_str_radix(addr, 16).map_err(|_| {
+            crate::error::ParseError::from(format!(
+                "line {ln}: address `{addr}` is not hexadecimal"
+            ))
+        })?;
         if rest.trim().is_empty() {
-            return Err(format!(
+            return Err(crate::error::ParseError::from(format!(
                 "line {ln}: no memory policy after the address (truncated?)"
-            ));
+            )));
         }
-        let (policy, rest) =
-            MemPolicy::parse_prefix(rest).map_err(|e| format!("line {ln}: {e}"))?;
+        let (policy, rest) = MemPolicy::parse_prefix(rest)
+            .map_err(|e| crate::error::ParseError::from(format!("line {ln}: {e}")))?;
         let mut m = NumaMapping {
             addr,
             policy,
@@ -146,9 +149,12 @@ pub fn parse(text: &str) -> Result<NumaMaps, String> {
             page_bytes: 4096,
         };
         for tok in rest.split_ascii_whitespace() {
-            let pages = |v: &str| -> Result<u64, String> {
-                v.parse()
-                    .map_err(|_| format!("line {ln}: `{tok}`: page count is not a number"))
+            let pages = |v: &str| -> Result<u64, crate::error::ParseError> {
+                v.parse().map_err(|_| {
+                    crate::error::ParseError::from(format!(
+                        "line {ln}: `{tok}`: page count is not a number"
+                    ))
+                })
             };
             match tok.split_once('=') {
                 None => match tok {
@@ -164,7 +170,9 @@ pub fn parse(text: &str) -> Result<NumaMaps, String> {
                         format!("line {ln}: kernelpagesize_kB `{v}` is not a number")
                     })?;
                     if kb == 0 {
-                        return Err(format!("line {ln}: kernelpagesize_kB is 0"));
+                        return Err(crate::error::ParseError::from(format!(
+                            "line {ln}: kernelpagesize_kB is 0"
+                        )));
                     }
                     m.page_bytes = kb.saturating_mul(1024);
                 }
@@ -174,7 +182,9 @@ pub fn parse(text: &str) -> Result<NumaMaps, String> {
                         continue;
                     };
                     if node >= MAX_NODE {
-                        return Err(format!("line {ln}: node number {node} out of range"));
+                        return Err(crate::error::ParseError::from(format!(
+                            "line {ln}: node number {node} out of range"
+                        )));
                     }
                     m.node_pages.push((node, pages(v)?));
                 }

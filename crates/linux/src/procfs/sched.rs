@@ -55,19 +55,21 @@ pub struct SchedNuma {
 }
 
 /// Parses the text of `sched`.
-pub fn parse(text: &str) -> Result<SchedNuma, String> {
+pub fn parse(text: &str) -> Result<SchedNuma, crate::error::ParseError> {
     let mut s = SchedNuma::default();
     for (i, line) in text.lines().enumerate() {
         let ln = i + 1;
         if let Some(rest) = line.strip_prefix("numa_faults ") {
             let mut f = NodeFaults::default();
             for kv in rest.split_ascii_whitespace() {
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or_else(|| format!("line {ln}: `{kv}` is not KEY=VALUE"))?;
-                let n: u64 = v
-                    .parse()
-                    .map_err(|_| format!("line {ln}: numa_faults {k} `{v}` is not a number"))?;
+                let (k, v) = kv.split_once('=').ok_or_else(|| {
+                    crate::error::ParseError::from(format!("line {ln}: `{kv}` is not KEY=VALUE"))
+                })?;
+                let n: u64 = v.parse().map_err(|_| {
+                    crate::error::ParseError::from(format!(
+                        "line {ln}: numa_faults {k} `{v}` is not a number"
+                    ))
+                })?;
                 match k {
                     "node" => f.node = to_usize(n, ln)?,
                     "task_private" => f.task_private = n,
@@ -85,9 +87,9 @@ pub fn parse(text: &str) -> Result<SchedNuma, String> {
                 let Some((k, v)) = kv.split_once('=') else {
                     continue;
                 };
-                let n: i64 = v
-                    .parse()
-                    .map_err(|_| format!("line {ln}: {k} `{v}` is not a number"))?;
+                let n: i64 = v.parse().map_err(|_| {
+                    crate::error::ParseError::from(format!("line {ln}: {k} `{v}` is not a number"))
+                })?;
                 match k {
                     "current_node" => s.current_node = usize::try_from(n).ok(),
                     "numa_group_id" => s.numa_group_id = u64::try_from(n).ok(),
@@ -100,9 +102,10 @@ pub fn parse(text: &str) -> Result<SchedNuma, String> {
             continue;
         };
         let (k, v) = (k.trim(), v.trim());
-        let int = |v: &str| -> Result<i64, String> {
-            v.parse::<i64>()
-                .map_err(|_| format!("line {ln}: {k} `{v}` is not a number"))
+        let int = |v: &str| -> Result<i64, crate::error::ParseError> {
+            v.parse::<i64>().map_err(|_| {
+                crate::error::ParseError::from(format!("line {ln}: {k} `{v}` is not a number"))
+            })
         };
         match k {
             "se.nr_migrations" => s.nr_migrations = Some(unsigned(int(v)?, ln)?),
@@ -116,12 +119,14 @@ pub fn parse(text: &str) -> Result<SchedNuma, String> {
     Ok(s)
 }
 
-fn unsigned(n: i64, ln: usize) -> Result<u64, String> {
-    u64::try_from(n).map_err(|_| format!("line {ln}: negative count {n}"))
+fn unsigned(n: i64, ln: usize) -> Result<u64, crate::error::ParseError> {
+    u64::try_from(n)
+        .map_err(|_| crate::error::ParseError::from(format!("line {ln}: negative count {n}")))
 }
 
-fn to_usize(n: u64, ln: usize) -> Result<usize, String> {
-    usize::try_from(n).map_err(|_| format!("line {ln}: node {n} out of range"))
+fn to_usize(n: u64, ln: usize) -> Result<usize, crate::error::ParseError> {
+    usize::try_from(n)
+        .map_err(|_| crate::error::ParseError::from(format!("line {ln}: node {n} out of range")))
 }
 
 /// Reads `ROOT/proc/PID/sched`. `Alive(None)` when the kernel has no such file, `Gone` when the

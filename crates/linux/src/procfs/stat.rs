@@ -134,7 +134,7 @@ impl Stat {
 }
 
 /// Parses the text of a `stat` file.
-pub fn parse(text: &[u8]) -> Result<Stat, String> {
+pub fn parse(text: &[u8]) -> Result<Stat, crate::error::ParseError> {
     let open = text
         .iter()
         .position(|&b| b == b'(')
@@ -145,40 +145,47 @@ pub fn parse(text: &[u8]) -> Result<Stat, String> {
         .filter(|&c| c > open)
         .ok_or("no `)` closing the command name (truncated?)")?;
     let head = std::str::from_utf8(&text[..open]).map_err(|_| "pid is not ASCII")?;
-    let pid = head
-        .trim()
-        .parse::<Pid>()
-        .map_err(|_| format!("pid `{}` is not a number", head.trim()))?;
+    let pid = head.trim().parse::<Pid>().map_err(|_| {
+        crate::error::ParseError::from(format!("pid `{}` is not a number", head.trim()))
+    })?;
     let comm = String::from_utf8_lossy(&text[open + 1..close]).into_owned();
     let rest = std::str::from_utf8(&text[close + 1..])
         .map_err(|_| "fields after the command name are not ASCII")?;
     // Field k is rest[k - 3].
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let field = |k: usize| -> Result<&str, String> {
+    let field = |k: usize| -> Result<&str, crate::error::ParseError> {
         fields.get(k - 3).copied().ok_or_else(|| {
-            format!(
+            crate::error::ParseError::from(format!(
                 "only {} fields, field {k} missing (truncated?)",
                 fields.len() + 2
-            )
+            ))
         })
     };
-    fn parse_num<T: std::str::FromStr>(k: usize, name: &str, v: &str) -> Result<T, String> {
-        v.parse::<T>()
-            .map_err(|_| format!("field {k} ({name}) `{v}` is not a number"))
+    fn parse_num<T: std::str::FromStr>(
+        k: usize,
+        name: &str,
+        v: &str,
+    ) -> Result<T, crate::error::ParseError> {
+        v.parse::<T>().map_err(|_| {
+            crate::error::ParseError::from(format!("field {k} ({name}) `{v}` is not a number"))
+        })
     }
-    let num = |k: usize, name: &str| -> Result<u64, String> { parse_num(k, name, field(k)?) };
+    let num = |k: usize, name: &str| -> Result<u64, crate::error::ParseError> {
+        parse_num(k, name, field(k)?)
+    };
     let state_field = field(3)?;
     let mut chars = state_field.chars();
     let state = match (chars.next(), chars.next()) {
         (Some(c), None) if c.is_ascii_alphabetic() => c,
         _ => {
-            return Err(format!(
+            return Err(crate::error::ParseError::from(format!(
                 "field 3 (state) `{state_field}` is not a state letter"
-            ));
+            )));
         }
     };
-    let small = |k: usize, name: &str| -> Result<u32, String> {
-        u32::try_from(num(k, name)?).map_err(|_| format!("field {k} ({name}) out of range"))
+    let small = |k: usize, name: &str| -> Result<u32, crate::error::ParseError> {
+        u32::try_from(num(k, name)?)
+            .map_err(|_| crate::error::ParseError::from(format!("field {k} ({name}) out of range")))
     };
     Ok(Stat {
         pid,

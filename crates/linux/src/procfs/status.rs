@@ -52,7 +52,7 @@ impl Status {
 }
 
 /// Parses the text of a `status` file.
-pub fn parse(text: &str) -> Result<Status, String> {
+pub fn parse(text: &str) -> Result<Status, crate::error::ParseError> {
     let mut name = None;
     let mut tgid = None;
     let mut pid = None;
@@ -65,7 +65,8 @@ pub fn parse(text: &str) -> Result<Status, String> {
     let mut mems = None;
     let mut kthread = None;
     for (ln, key, v) in key_values(text) {
-        let at = |r: String| format!("line {ln}: {r}");
+        let at =
+            |r: crate::error::ParseError| crate::error::ParseError::from(format!("line {ln}: {r}"));
         match key {
             "Name" => name = Some(v.to_string()),
             "Tgid" => tgid = Some(num::<Pid>("Tgid", v).map_err(at)?),
@@ -78,16 +79,20 @@ pub fn parse(text: &str) -> Result<Status, String> {
                 let kb = v
                     .strip_suffix("kB")
                     .map(str::trim)
-                    .ok_or_else(|| at(format!("VmRSS `{v}` is not in kB")))?;
+                    .ok_or_else(|| at(format!("VmRSS `{v}` is not in kB").into()))?;
                 vm_rss_bytes = Some(num::<u64>("VmRSS", kb).map_err(at)?.saturating_mul(1024));
             }
             "Cpus_allowed_list" => {
-                cpus =
-                    Some(CpuSet::parse_list(v).map_err(|e| at(format!("Cpus_allowed_list: {e}")))?)
+                cpus = Some(
+                    CpuSet::parse_list(v)
+                        .map_err(|e| at(format!("Cpus_allowed_list: {e}").into()))?,
+                )
             }
             "Mems_allowed_list" => {
-                mems =
-                    Some(CpuSet::parse_list(v).map_err(|e| at(format!("Mems_allowed_list: {e}")))?)
+                mems = Some(
+                    CpuSet::parse_list(v)
+                        .map_err(|e| at(format!("Mems_allowed_list: {e}").into()))?,
+                )
             }
             "Kthread" => kthread = Some(num::<u8>("Kthread", v).map_err(at)? != 0),
             _ => {}
@@ -110,13 +115,13 @@ pub fn parse(text: &str) -> Result<Status, String> {
 }
 
 /// Four tab-separated IDs (`Uid:` and `Gid:` lines).
-fn ids(key: &str, v: &str) -> Result<[u32; 4], String> {
+fn ids(key: &str, v: &str) -> Result<[u32; 4], crate::error::ParseError> {
     let mut out = [0u32; 4];
     let mut it = v.split_ascii_whitespace();
     for slot in &mut out {
-        let f = it
-            .next()
-            .ok_or_else(|| format!("{key} `{v}` has fewer than 4 IDs"))?;
+        let f = it.next().ok_or_else(|| {
+            crate::error::ParseError::from(format!("{key} `{v}` has fewer than 4 IDs"))
+        })?;
         *slot = num::<u32>(key, f)?;
     }
     Ok(out)

@@ -75,10 +75,10 @@ impl NumaCounters {
 
 /// Parses the text of `/proc/vmstat`, keeping the `numa_*` and `pgmigrate_*` lines; the first
 /// malformed line among those is an error. The daemon uses [`parse_lenient`].
-pub fn parse(text: &str) -> Result<NumaCounters, String> {
+pub fn parse(text: &str) -> Result<NumaCounters, crate::error::ParseError> {
     let (c, problems) = parse_lenient(text);
     match problems.into_iter().next() {
-        Some(p) => Err(p),
+        Some(p) => Err(p.into()),
         None => Ok(c),
     }
 }

@@ -146,7 +146,7 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::parse_synthetic;
+    use crate::synthetic::parse_synthetic;
 
     #[test]
     fn splits_consecutively_and_unevenly() {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{CPU_DIR, Reader, UnionFind, parse_size};
 use crate::error::TopoError;
-use crate::spec::SYNTHETIC_BASE;
+use crate::synthetic::SYNTHETIC_BASE;
 use crate::{CpuSet, presets};
 
 /// The last-level cache of one CPU.

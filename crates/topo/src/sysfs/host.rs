@@ -10,7 +10,8 @@ use super::cpus::{CpuFacts, Grouping};
 use super::nodes::RawNode;
 use super::{CPU_DIR, HostTopology, NODE_DIR, Reader, plural};
 use crate::error::{TopoError, one_line};
-use crate::spec::{MAX_CPUS, MachineSpec, SYNTHETIC_BASE};
+use crate::spec::{MAX_CPUS, MachineSpec};
+use crate::synthetic::SYNTHETIC_BASE;
 use crate::{Cpu, CpuModel, CpuSet, MemoryModel, Node, Topology, presets};
 
 /// Dense numbering of the online CPUs and the kept nodes.

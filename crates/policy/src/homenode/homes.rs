@@ -328,7 +328,7 @@ impl<'a> HomeSearch<'a> {
         )
     }
 
-    /// 1. Where the memory is, if there is room.
+    /// Rule 1: where the memory is, if there is room.
     fn at_memory(&self) -> Option<HomeChoice> {
         let p = self.p;
         let mn = self.mem_node.filter(|&mn| self.ok(mn))?;
@@ -376,7 +376,7 @@ impl<'a> HomeSearch<'a> {
         }
     }
 
-    /// 2. The best node with room, among the balanced ones when there are such.
+    /// Rule 2: the best node with room, among the balanced ones when there are such.
     fn best_with_room(&self, why_not_mem: &str) -> Option<HomeChoice> {
         let candidates = if self.balanced.is_empty() {
             &self.roomy
@@ -394,7 +394,7 @@ impl<'a> HomeSearch<'a> {
         })
     }
 
-    /// 2b. A light process is packed onto one node even when every node is crowded; homes
+    /// Rule 3: a light process is packed onto one node even when every node is crowded; homes
     /// still stay even among the nodes it fits (a saturated machine is where stacking homes on
     /// the node nearest the memory hurts most), nearness to its memory deciding ties.
     fn packed_when_crowded(&self, fitting_balanced: &[NodeId]) -> Option<HomeChoice> {
@@ -410,7 +410,7 @@ impl<'a> HomeSearch<'a> {
         })
     }
 
-    /// 3. A home set: nearest nodes around the best one until it fits; when even that does
+    /// Rule 4: a home set of the nearest nodes around the best one until it fits; when that does
     /// not give it the spare CPU it uses, it stays compact on the best node it fits.
     fn home_set(&self, fitting: &[NodeId], fitting_balanced: &[NodeId]) -> Option<HomeChoice> {
         let centre = self.best_of(&self.allowed)?;

@@ -26,8 +26,9 @@
 //!
 //! The load model: each node's load (in CPUs) is its busy CPU time minus what homed processes
 //! ran there, plus the demand of the processes homed on it (their CPU use, or their width when
-//! larger: each busy thread needs a CPU; split over a home set by CPU count). So a homed process counts where it belongs, everything else (small processes,
-//! processes left alone, processes not homed yet) where it ran.
+//! larger: each busy thread needs a CPU; split over a home set by CPU count). So a homed
+//! process counts where it belongs, everything else (small processes, processes left alone,
+//! processes not homed yet) where it ran.
 //!
 //! State kept between decisions (all in this struct, so the same sequence of snapshots always
 //! gives the same actions): per PID its start time, the time of its last move, the last time

@@ -58,6 +58,47 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
         node_of.extend(std::iter::repeat_n(k, per + usize::from(k < extra)));
     }
 
+    let (cpus, new_llc_count) = split_cpus(topo, &node_of);
+    let new_nodes = split_nodes(orig, &node_of, nodes);
+    let distance = fake_slit(nodes);
+    let local = topo.latency_ns[0][0];
+    let latency_ns = distance
+        .iter()
+        .map(|row| row.iter().map(|&d| local * f64::from(d) / 10.0).collect())
+        .collect();
+
+    let old_llcs = {
+        let mut v: Vec<usize> = topo.cpus.iter().map(|c| c.llc).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len().max(1) as u128
+    };
+    let new_llcs = new_llc_count.max(1) as u128;
+    let llc_bytes = u64::try_from(u128::from(topo.cpu_model.llc_bytes) * old_llcs / new_llcs)
+        .unwrap_or(u64::MAX);
+    let mut cpu_model = topo.cpu_model.clone();
+    cpu_model.llc_bytes = llc_bytes.max(1);
+
+    Ok(Topology {
+        name: format!("{}-fake-numa-{nodes}", topo.name),
+        description: format!(
+            "{}; fake NUMA: split into {nodes} pseudo-nodes of consecutive CPUs, memory split \
+             evenly, SLIT {LOCAL_DISTANCE} local / {FAKE_REMOTE_DISTANCE} remote (pretend: the \
+             memory is one node's)",
+            topo.description
+        ),
+        cpus,
+        nodes: new_nodes,
+        distance,
+        latency_ns,
+        cpu_model,
+        memory: topo.memory.clone(),
+    })
+}
+
+/// The CPUs renumbered onto their pseudo-nodes: a core or LLC split by a node boundary
+/// becomes one per node. Also the number of LLCs after the split.
+fn split_cpus(topo: &Topology, node_of: &[usize]) -> (Vec<Cpu>, usize) {
     let mut cores: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     let mut llcs: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     let cpus: Vec<Cpu> = topo
@@ -79,6 +120,13 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
         })
         .collect();
 
+    (cpus, llcs.len())
+}
+
+/// The pseudo-nodes: their CPUs, an even share of the memory (the remainder a byte each to the
+/// first nodes) and of the bandwidth by CPU count.
+fn split_nodes(orig: &Node, node_of: &[usize], nodes: usize) -> Vec<Node> {
+    let ncpu = node_of.len();
     let mem = orig.mem_bytes;
     let n64 = nodes as u64;
     let new_nodes: Vec<Node> = (0..nodes)
@@ -95,7 +143,12 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
         })
         .collect();
 
-    let distance: Vec<Vec<u32>> = (0..nodes)
+    new_nodes
+}
+
+/// The pretend SLIT: local on the diagonal, [`FAKE_REMOTE_DISTANCE`] elsewhere.
+fn fake_slit(nodes: usize) -> Vec<Vec<u32>> {
+    (0..nodes)
         .map(|a| {
             (0..nodes)
                 .map(|b| {
@@ -107,40 +160,7 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
                 })
                 .collect()
         })
-        .collect();
-    let local = topo.latency_ns[0][0];
-    let latency_ns = distance
-        .iter()
-        .map(|row| row.iter().map(|&d| local * f64::from(d) / 10.0).collect())
-        .collect();
-
-    let old_llcs = {
-        let mut v: Vec<usize> = topo.cpus.iter().map(|c| c.llc).collect();
-        v.sort_unstable();
-        v.dedup();
-        v.len().max(1) as u128
-    };
-    let new_llcs = llcs.len().max(1) as u128;
-    let llc_bytes = u64::try_from(u128::from(topo.cpu_model.llc_bytes) * old_llcs / new_llcs)
-        .unwrap_or(u64::MAX);
-    let mut cpu_model = topo.cpu_model.clone();
-    cpu_model.llc_bytes = llc_bytes.max(1);
-
-    Ok(Topology {
-        name: format!("{}-fake-numa-{nodes}", topo.name),
-        description: format!(
-            "{}; fake NUMA: split into {nodes} pseudo-nodes of consecutive CPUs, memory split \
-             evenly, SLIT {LOCAL_DISTANCE} local / {FAKE_REMOTE_DISTANCE} remote (pretend: the \
-             memory is one node's)",
-            topo.description
-        ),
-        cpus,
-        nodes: new_nodes,
-        distance,
-        latency_ns,
-        cpu_model,
-        memory: topo.memory.clone(),
-    })
+        .collect()
 }
 
 #[cfg(test)]

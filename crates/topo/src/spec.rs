@@ -684,6 +684,7 @@ fault_overhead_ns = 1000
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // a table of cases, one row per refusal
     fn impossible_machines_are_refused_in_one_line() {
         let cases: &[(&str, &str, &str)] = &[
             ("nodes = 2", "nodes = 0", "`nodes`"),

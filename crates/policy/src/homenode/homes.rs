@@ -16,7 +16,7 @@ use topo::{NodeId, Topology};
 use super::model::Model;
 use super::{Decision, EPS, HomenodePolicy};
 use crate::action::Action;
-use crate::common::{MIB, Machine, Proc, fmt_bytes, fmt_home, fmt_nodes, pct};
+use crate::common::{MIB, Machine, Proc, fmt_bytes, fmt_home, fmt_nodes, nearest_first, pct};
 use crate::config::HomenodeConfig;
 
 /// A home and why.
@@ -444,13 +444,8 @@ impl<'a> HomeSearch<'a> {
     /// the spare CPU it uses.
     fn grow_set(&self, centre: NodeId, need_spare: bool) -> GrownSet {
         let p = self.p;
-        let mut order = self.allowed.clone();
-        order.sort_by(|&a, &b| {
-            self.topo
-                .distance(centre, a)
-                .cmp(&self.topo.distance(centre, b))
-                .then(self.score(b).total_cmp(&self.score(a)))
-                .then(a.cmp(&b))
+        let order = nearest_first(self.topo, centre, &self.allowed, |a, b| {
+            self.score(b).total_cmp(&self.score(a))
         });
         let (mut c, mut mc, mut sp) = (0usize, 0i64, 0.0f64);
         let mut nodes: Vec<NodeId> = Vec::new();

@@ -9,7 +9,7 @@ use topo::NodeId;
 
 use super::{Decision, HomenodePolicy};
 use crate::action::Action;
-use crate::common::{MIB, fmt_bytes, fmt_home};
+use crate::common::{MIB, fmt_bytes, fmt_home, nearest_first};
 
 /// Remote memory of one process on one node, a candidate for moving home.
 struct Chunk {
@@ -50,13 +50,7 @@ impl HomenodePolicy {
             let p = &d.procs[i];
             let home = d.homes[i].as_deref().unwrap_or(&[]);
             // Nearest home node first; among equally near ones, the one with most room.
-            let mut targets = home.to_vec();
-            targets.sort_by(|&a, &b| {
-                topo.distance(from, a)
-                    .cmp(&topo.distance(from, b))
-                    .then(room[b].cmp(&room[a]))
-                    .then(a.cmp(&b))
-            });
+            let targets = nearest_first(topo, from, home, |a, b| room[b].cmp(&room[a]));
             let mut left = remote;
             let mut asked = 0u64;
             for to in targets {

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use topo::{NodeId, Topology};
 
 use super::NumadPolicy;
-use crate::common::{MIB, Machine, Proc};
+use crate::common::{self, MIB, Machine, Proc};
 
 /// numad's weighting of a node's resources for a request: the product of a memory factor and
 /// a CPU factor, where the part of the free resource the request needs weighs more than the
@@ -91,15 +91,8 @@ struct Span {
 }
 
 /// `allowed` ordered nearest to `i` first, the larger magnitude first among equally near ones.
-fn nearest_first(topo: &Topology, allowed: &[NodeId], mag: &[f64], i: NodeId) -> Vec<NodeId> {
-    let mut o = allowed.to_vec();
-    o.sort_by(|&a, &b| {
-        topo.distance(i, a)
-            .cmp(&topo.distance(i, b))
-            .then(mag[b].total_cmp(&mag[a]))
-            .then(a.cmp(&b))
-    });
-    o
+fn neighbourhood(topo: &Topology, allowed: &[NodeId], mag: &[f64], i: NodeId) -> Vec<NodeId> {
+    common::nearest_first(topo, i, allowed, |a, b| mag[b].total_cmp(&mag[a]))
 }
 
 /// The centre: the node whose `min_nodes` nearest nodes have the largest magnitudes, each
@@ -109,7 +102,7 @@ fn centre(topo: &Topology, allowed: &[NodeId], mag: &[f64], min_nodes: usize) ->
     let mut best = allowed[0];
     let mut best_tot = f64::NEG_INFINITY;
     for &i in allowed {
-        let tot: f64 = nearest_first(topo, allowed, mag, i)
+        let tot: f64 = neighbourhood(topo, allowed, mag, i)
             .iter()
             .take(min_nodes)
             .map(|&x| mag[x] / (dist(i, x) * dist(i, x)))
@@ -143,7 +136,7 @@ impl NumadPolicy {
         let assume = c.assume_enough || req.cpu > free.sum_cpu;
         let span = self.span(c, &allowed, req);
         let best = centre(c.topo, &allowed, &mag, span.min_nodes);
-        let order = nearest_first(c.topo, &allowed, &mag, best);
+        let order = neighbourhood(c.topo, &allowed, &mag, best);
         let nodes = self.take_nodes(order, &free, req, &span, assume);
         if nodes.is_empty() || self.local_enough(c.m, p, bound_to, &nodes) {
             return None;

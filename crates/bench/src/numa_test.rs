@@ -137,17 +137,9 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// Run the benchmark once. `on_spawn(job, pid)` is called as each worker starts (job is
-/// 1-based).
-pub fn run_once(
-    cfg: &RunConfig,
-    on_spawn: &mut dyn FnMut(usize, u32),
-) -> Result<BenchRun, BenchError> {
-    if cfg.tasks == 0 {
-        return Err(BenchError::Config("N must be at least 1".into()));
-    }
+/// Starts the `cfg.tasks` workers, each with its own seed; `on_spawn` as in [`run_once`].
+fn spawn_jobs(cfg: &RunConfig, on_spawn: &mut dyn FnMut(usize, u32)) -> Result<Jobs, BenchError> {
     let nr_nodes = cfg.nodes.nr_nodes();
-    let t0 = Instant::now();
     let mut jobs = Jobs(Vec::new());
     for i in 1..=cfg.tasks as usize {
         let wp = WorkerParams {
@@ -185,6 +177,20 @@ pub fn run_once(
             node_changes: 0,
         });
     }
+    Ok(jobs)
+}
+
+/// Run the benchmark once. `on_spawn(job, pid)` is called as each worker starts (job is
+/// 1-based).
+pub fn run_once(
+    cfg: &RunConfig,
+    on_spawn: &mut dyn FnMut(usize, u32),
+) -> Result<BenchRun, BenchError> {
+    if cfg.tasks == 0 {
+        return Err(BenchError::Config("N must be at least 1".into()));
+    }
+    let t0 = Instant::now();
+    let mut jobs = spawn_jobs(cfg, on_spawn)?;
 
     // The disturbance waits in its own thread until it is due and then runs, as the original
     // dispatch script did (`sleep 3; hackbench 20`), even when the jobs are already done: the

@@ -190,7 +190,8 @@ fn progress(total: u64, json: bool) -> Option<ProgressBar> {
     })
 }
 
-fn numa_test(a: NumaTestArgs) -> Result<()> {
+/// Refuses bad arguments, and a bad daemon setting, before anything runs.
+fn check_args(a: &NumaTestArgs) -> Result<()> {
     check_sizes(a.size, a.passes, a.sample_ms)?;
     if a.tasks.contains(&0) {
         bail!("N must be at least 1");
@@ -224,6 +225,11 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
         linux::daemon::DaemonConfig::with_overrides("", "--daemon-set", &sets)
             .map_err(|e| anyhow!("--with-daemon: {e}"))?;
     }
+    Ok(())
+}
+
+fn numa_test(a: NumaTestArgs) -> Result<()> {
+    check_args(&a)?;
     let nodes = host_nodes(a.fake_numa)?;
     let set = NumaTestSet {
         tasks: a.tasks.clone(),

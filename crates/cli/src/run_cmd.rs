@@ -205,40 +205,8 @@ fn pct_list(v: &[f64]) -> String {
         .join("/")
 }
 
-pub fn status(a: StatusArgs) -> Result<()> {
-    let r = daemon::status::query(&a.socket)?;
-    if a.json {
-        outln!("{}", serde_json::to_string_pretty(&r)?);
-        return Ok(());
-    }
-    outln!(
-        "homenode {}: policy {}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU",
-        r.version,
-        r.policy,
-        if r.dry_run { " (dry run)" } else { "" },
-        r.fake_numa
-            .map(|n| format!(", fake NUMA {n}"))
-            .unwrap_or_default(),
-        r.intervals,
-        r.interval_s,
-        r.processes_seen,
-        r.candidates,
-        r.last_cpu_ms
-    );
-    let mut nodes = comfy_table::Table::new();
-    nodes.load_preset(comfy_table::presets::NOTHING);
-    nodes.set_header(["node", "cpus", "busy CPUs", "free MiB", "homed"]);
-    for n in &r.nodes {
-        nodes.add_row([
-            n.node.to_string(),
-            n.cpus.clone(),
-            format!("{:.1}", n.busy_cpus),
-            (n.free_bytes >> 20).to_string(),
-            n.homed.to_string(),
-        ]);
-    }
-    outln!("{nodes}");
-    outln!("");
+/// The status's process table: home, time and memory by node, last action, one row each.
+fn processes_table(r: &daemon::status::StatusReport) -> comfy_table::Table {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::NOTHING);
     t.set_header([
@@ -277,6 +245,44 @@ pub fn status(a: StatusArgs) -> Result<()> {
             esc(&last),
         ]);
     }
+    t
+}
+
+pub fn status(a: StatusArgs) -> Result<()> {
+    let r = daemon::status::query(&a.socket)?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    outln!(
+        "homenode {}: policy {}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU",
+        r.version,
+        r.policy,
+        if r.dry_run { " (dry run)" } else { "" },
+        r.fake_numa
+            .map(|n| format!(", fake NUMA {n}"))
+            .unwrap_or_default(),
+        r.intervals,
+        r.interval_s,
+        r.processes_seen,
+        r.candidates,
+        r.last_cpu_ms
+    );
+    let mut nodes = comfy_table::Table::new();
+    nodes.load_preset(comfy_table::presets::NOTHING);
+    nodes.set_header(["node", "cpus", "busy CPUs", "free MiB", "homed"]);
+    for n in &r.nodes {
+        nodes.add_row([
+            n.node.to_string(),
+            n.cpus.clone(),
+            format!("{:.1}", n.busy_cpus),
+            (n.free_bytes >> 20).to_string(),
+            n.homed.to_string(),
+        ]);
+    }
+    outln!("{nodes}");
+    outln!("");
+    let t = processes_table(&r);
     outln!("{t}");
     let c = &r.counters;
     let actions: Vec<String> = c.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();

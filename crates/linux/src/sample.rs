@@ -344,38 +344,7 @@ impl Scanner {
             return Ok(Some(Live::Alive(p)));
         }
         if opts.threads || opts.thread_status {
-            let tids = alive!(dir.tids());
-            p.threads.reserve(tids.len());
-            for tid in tids {
-                let name = format!("task/{tid}/stat");
-                let Live::Alive(t) = dir.stat_file(&name, &mut self.buf)? else {
-                    continue;
-                };
-                let cpus_allowed = if opts.thread_status {
-                    match dir.task_status(tid)? {
-                        Live::Alive(s) => Some(s.cpus_allowed),
-                        Live::Gone => continue,
-                    }
-                } else {
-                    None
-                };
-                p.threads.push(ThreadSample {
-                    tid,
-                    starttime: t.starttime,
-                    comm: t.comm,
-                    state: t.state,
-                    utime: t.utime,
-                    stime: t.stime,
-                    processor: t.processor,
-                    policy: t.policy,
-                    rt_priority: t.rt_priority,
-                    cpus_allowed,
-                });
-            }
-            if p.threads.is_empty() {
-                // Every thread exited between the listing and the reads.
-                return Ok(Some(Live::Gone));
-            }
+            p.threads = alive!(self.read_threads(&dir, opts));
         }
         if opts.cgroup || opts.cpuset {
             if let Some(cg) = alive!(dir.cgroup()) {
@@ -406,6 +375,51 @@ impl Scanner {
             p.sched = alive!(dir.sched());
         }
         Ok(Some(Live::Alive(p)))
+    }
+
+    /// The threads of `dir` (`task/*/stat`, and each one's allowed CPUs with
+    /// `thread_status`); `Gone` when the process, or every thread, exited between the listing
+    /// and the reads.
+    fn read_threads(
+        &mut self,
+        dir: &ProcDir,
+        opts: &ScanOptions,
+    ) -> Result<Live<Vec<ThreadSample>>, ProcError> {
+        let Live::Alive(tids) = dir.tids()? else {
+            return Ok(Live::Gone);
+        };
+        let mut threads = Vec::with_capacity(tids.len());
+        for tid in tids {
+            let name = format!("task/{tid}/stat");
+            let Live::Alive(t) = dir.stat_file(&name, &mut self.buf)? else {
+                continue;
+            };
+            let cpus_allowed = if opts.thread_status {
+                match dir.task_status(tid)? {
+                    Live::Alive(s) => Some(s.cpus_allowed),
+                    Live::Gone => continue,
+                }
+            } else {
+                None
+            };
+            threads.push(ThreadSample {
+                tid,
+                starttime: t.starttime,
+                comm: t.comm,
+                state: t.state,
+                utime: t.utime,
+                stime: t.stime,
+                processor: t.processor,
+                policy: t.policy,
+                rt_priority: t.rt_priority,
+                cpus_allowed,
+            });
+        }
+        if threads.is_empty() {
+            // Every thread exited between the listing and the reads.
+            return Ok(Live::Gone);
+        }
+        Ok(Live::Alive(threads))
     }
 }
 

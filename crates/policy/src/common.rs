@@ -53,6 +53,25 @@ pub(crate) fn fmt_home(nodes: &[NodeId]) -> String {
     }
 }
 
+/// `nodes` ordered nearest to `from` first; among equally near ones by `tie`, then by id. The
+/// one order every step that walks outward from a node uses (home sets, memory targets,
+/// numad's neighbourhoods).
+pub(crate) fn nearest_first(
+    topo: &Topology,
+    from: NodeId,
+    nodes: &[NodeId],
+    tie: impl Fn(NodeId, NodeId) -> std::cmp::Ordering,
+) -> Vec<NodeId> {
+    let mut order = nodes.to_vec();
+    order.sort_by(|&a, &b| {
+        topo.distance(from, a)
+            .cmp(&topo.distance(from, b))
+            .then(tie(a, b))
+            .then(a.cmp(&b))
+    });
+    order
+}
+
 /// Percent, rounded: `78%`.
 pub(crate) fn pct(part: u64, whole: u64) -> String {
     if whole == 0 {

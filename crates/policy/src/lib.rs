@@ -61,7 +61,7 @@ mod tests {
 
     #[test]
     fn none_never_acts() {
-        let t = topo::spec::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
+        let t = topo::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
         let mut p = ProcessView::new(&t, 1);
         p.cpu_use = 1.0;
         p.node_bytes = vec![1 << 20, 0];

@@ -270,7 +270,7 @@ mod tests {
     use super::*;
 
     fn machine() -> Topology {
-        topo::spec::parse_synthetic("nodes=2,cpus-per-node=2,mem-gib=1").expect("synthetic")
+        topo::parse_synthetic("nodes=2,cpus-per-node=2,mem-gib=1").expect("synthetic")
     }
 
     #[test]

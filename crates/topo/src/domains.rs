@@ -222,7 +222,7 @@ fn top_kind(topo: &Topology) -> DomainKind {
 mod tests {
     use super::*;
     use crate::presets::preset;
-    use crate::spec::parse_synthetic;
+    use crate::synthetic::parse_synthetic;
 
     fn set(list: &str) -> CpuSet {
         let mut s = CpuSet::new();

@@ -58,56 +58,9 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
         node_of.extend(std::iter::repeat_n(k, per + usize::from(k < extra)));
     }
 
-    let mut cores: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    let mut llcs: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    let cpus: Vec<Cpu> = topo
-        .cpus
-        .iter()
-        .enumerate()
-        .map(|(id, c)| {
-            let node = node_of[id];
-            let next = cores.len();
-            let core = *cores.entry((c.core, node)).or_insert(next);
-            let next = llcs.len();
-            let llc = *llcs.entry((c.llc, node)).or_insert(next);
-            Cpu {
-                id,
-                node,
-                llc,
-                core,
-            }
-        })
-        .collect();
-
-    let mem = orig.mem_bytes;
-    let n64 = nodes as u64;
-    let new_nodes: Vec<Node> = (0..nodes)
-        .map(|k| {
-            let set: CpuSet = (0..ncpu).filter(|&c| node_of[c] == k).collect();
-            let share = set.count() as f64 / ncpu as f64;
-            Node {
-                id: k,
-                cpus: set,
-                mem_bytes: mem / n64 + u64::from((k as u64) < mem % n64),
-                bandwidth_gbps: orig.bandwidth_gbps * share,
-                remote_bandwidth_gbps: orig.remote_bandwidth_gbps * share,
-            }
-        })
-        .collect();
-
-    let distance: Vec<Vec<u32>> = (0..nodes)
-        .map(|a| {
-            (0..nodes)
-                .map(|b| {
-                    if a == b {
-                        LOCAL_DISTANCE
-                    } else {
-                        FAKE_REMOTE_DISTANCE
-                    }
-                })
-                .collect()
-        })
-        .collect();
+    let (cpus, new_llc_count) = split_cpus(topo, &node_of);
+    let new_nodes = split_nodes(orig, &node_of, nodes);
+    let distance = fake_slit(nodes);
     let local = topo.latency_ns[0][0];
     let latency_ns = distance
         .iter()
@@ -120,7 +73,7 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
         v.dedup();
         v.len().max(1) as u128
     };
-    let new_llcs = llcs.len().max(1) as u128;
+    let new_llcs = new_llc_count.max(1) as u128;
     let llc_bytes = u64::try_from(u128::from(topo.cpu_model.llc_bytes) * old_llcs / new_llcs)
         .unwrap_or(u64::MAX);
     let mut cpu_model = topo.cpu_model.clone();
@@ -143,10 +96,77 @@ pub fn fake_numa(topo: &Topology, nodes: usize) -> Result<Topology, TopoError> {
     })
 }
 
+/// The CPUs renumbered onto their pseudo-nodes: a core or LLC split by a node boundary
+/// becomes one per node. Also the number of LLCs after the split.
+fn split_cpus(topo: &Topology, node_of: &[usize]) -> (Vec<Cpu>, usize) {
+    let mut cores: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut llcs: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let cpus: Vec<Cpu> = topo
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(id, c)| {
+            let node = node_of[id];
+            let next = cores.len();
+            let core = *cores.entry((c.core, node)).or_insert(next);
+            let next = llcs.len();
+            let llc = *llcs.entry((c.llc, node)).or_insert(next);
+            Cpu {
+                id,
+                node,
+                llc,
+                core,
+            }
+        })
+        .collect();
+
+    (cpus, llcs.len())
+}
+
+/// The pseudo-nodes: their CPUs, an even share of the memory (the remainder a byte each to the
+/// first nodes) and of the bandwidth by CPU count.
+fn split_nodes(orig: &Node, node_of: &[usize], nodes: usize) -> Vec<Node> {
+    let ncpu = node_of.len();
+    let mem = orig.mem_bytes;
+    let n64 = nodes as u64;
+    let new_nodes: Vec<Node> = (0..nodes)
+        .map(|k| {
+            let set: CpuSet = (0..ncpu).filter(|&c| node_of[c] == k).collect();
+            let share = set.count() as f64 / ncpu as f64;
+            Node {
+                id: k,
+                cpus: set,
+                mem_bytes: mem / n64 + u64::from((k as u64) < mem % n64),
+                bandwidth_gbps: orig.bandwidth_gbps * share,
+                remote_bandwidth_gbps: orig.remote_bandwidth_gbps * share,
+            }
+        })
+        .collect();
+
+    new_nodes
+}
+
+/// The pretend SLIT: local on the diagonal, [`FAKE_REMOTE_DISTANCE`] elsewhere.
+fn fake_slit(nodes: usize) -> Vec<Vec<u32>> {
+    (0..nodes)
+        .map(|a| {
+            (0..nodes)
+                .map(|b| {
+                    if a == b {
+                        LOCAL_DISTANCE
+                    } else {
+                        FAKE_REMOTE_DISTANCE
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::parse_synthetic;
+    use crate::synthetic::parse_synthetic;
 
     #[test]
     fn splits_consecutively_and_unevenly() {

@@ -3,7 +3,8 @@
 //! bandwidths, cache sizes).
 //!
 //! A [`Topology`] is plain data. It is built from a machine spec (TOML file, preset name or
-//! a synthetic `key=value` list, see [`spec`]) or read from the running Linux host ([`sysfs`];
+//! a synthetic `key=value` list, see [`spec`], [`presets`] and [`synthetic`]; [`resolve_machine`]
+//! takes any of them) or read from the running Linux host ([`sysfs`];
 //! [`fake_numa`] splits a one-node host into pseudo-nodes), and validated once, so that every
 //! consumer (simulator, policies, daemon) can index it without checks. Scheduling domains are
 //! derived from it the way the kernel derives them ([`domains`]).
@@ -14,7 +15,9 @@ pub mod error;
 pub mod fake;
 pub mod input;
 pub mod presets;
+pub mod resolve;
 pub mod spec;
+pub mod synthetic;
 pub mod sysfs;
 
 pub use cpuset::{CpuListError, CpuSet};
@@ -22,7 +25,9 @@ pub use domains::{DomainKind, DomainLevel, flat_domain, node_domains, sched_doma
 pub use error::TopoError;
 pub use fake::fake_numa;
 pub use presets::{PRESETS, preset};
-pub use spec::{MachineSpec, parse_synthetic, resolve_machine};
+pub use resolve::resolve_machine;
+pub use spec::MachineSpec;
+pub use synthetic::parse_synthetic;
 pub use sysfs::{HostTopology, read_host, read_host_detailed};
 
 pub type CpuId = usize;

@@ -1,5 +1,6 @@
-//! Machine specs: the TOML machine file format, command-line `key=value` specs, and the one
-//! place where a spec becomes a validated [`Topology`].
+//! Machine specs: the TOML machine file format and the one place where a spec becomes a
+//! validated [`Topology`]. Presets ([`crate::presets`]) and command-line `key=value` specs
+//! ([`crate::synthetic`]) are built on it; it imports neither.
 //!
 //! A spec is checked completely before anything is built: every count, matrix and number is
 //! range-checked and the first problem is reported as one [`TopoError`] line naming the field.
@@ -15,15 +16,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{TopoError, one_line};
-use crate::{Cpu, CpuModel, MemoryModel, Node, Topology, presets};
+use crate::{Cpu, CpuModel, MemoryModel, Node, Topology};
 
 mod diagnose;
-mod synthetic;
 
 /// Turns a `toml` error in `text` (read from `origin`) into a one-line error naming the file,
 /// line, column and the dotted key at fault; other TOML configuration files reuse it.
 pub use diagnose::toml_error;
-pub use synthetic::{SYNTHETIC_BASE, SYNTHETIC_KEYS, parse_synthetic, synthetic_spec};
 
 /// Largest machine accepted: spans and groups are kept per CPU, so memory grows with the square
 /// of the CPU count.
@@ -525,46 +524,11 @@ fn power_of_two(o: &str, field: &str, v: u64) -> Result<(), TopoError> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-
-/// Resolves a `--machine` argument: a preset name; else `host` (this Linux host, read from
-/// `/sys` and `/proc`, see [`crate::sysfs`]) or `host:ROOT` (the same read from a captured tree
-/// under the directory ROOT); else a path ending in `.toml`; else a synthetic `key=value` spec
-/// (anything containing `=`).
-pub fn resolve_machine(arg: &str) -> Result<Topology, TopoError> {
-    let arg = arg.trim();
-    if presets::PRESETS.contains(&arg) {
-        return presets::preset(arg);
-    }
-    if arg == "host" {
-        return crate::sysfs::read_host(std::path::Path::new("/"));
-    }
-    if let Some(root) = arg.strip_prefix("host:") {
-        if root.trim().is_empty() {
-            return Err(TopoError::Sysfs {
-                path: format!("machine `{arg}`"),
-                reason: "no root directory after `host:` (use `host` or `host:ROOT`)".to_string(),
-            });
-        }
-        return crate::sysfs::read_host(std::path::Path::new(root));
-    }
-    if arg.ends_with(".toml") {
-        return MachineSpec::from_file(arg)?.into_topology();
-    }
-    if arg.contains('=') {
-        return parse_synthetic(arg);
-    }
-    Err(TopoError::UnknownMachine {
-        name: arg.to_string(),
-        valid: presets::PRESETS.join(", "),
-    })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const MINIMAL: &str = r#"
+    pub(crate) const MINIMAL: &str = r#"
 name = "tiny"
 nodes = 2
 cpus_per_node = 2
@@ -720,6 +684,7 @@ fault_overhead_ns = 1000
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // a table of cases, one row per refusal
     fn impossible_machines_are_refused_in_one_line() {
         let cases: &[(&str, &str, &str)] = &[
             ("nodes = 2", "nodes = 0", "`nodes`"),
@@ -872,38 +837,5 @@ fault_overhead_ns = 1000
         let spec = MachineSpec::from_toml_str(MINIMAL, "x").unwrap();
         let again = MachineSpec::from_toml_str(&spec.to_toml_string(), "x").unwrap();
         assert_eq!(spec, again);
-    }
-
-    #[test]
-    fn resolve_machine_dispatches() {
-        assert_eq!(resolve_machine("azusa16").unwrap().nr_cpus(), 16);
-        assert_eq!(
-            resolve_machine("nodes=3,cpus-per-node=2")
-                .unwrap()
-                .nr_cpus(),
-            6
-        );
-        let e = resolve_machine("azusa").unwrap_err().to_string();
-        assert!(
-            e.contains("unknown machine `azusa`") && e.contains("kunpeng96"),
-            "{e}"
-        );
-        let e = resolve_machine("/nonexistent/m.toml").unwrap_err();
-        assert!(matches!(e, TopoError::Io { .. }));
-        assert!(
-            e.to_string()
-                .starts_with("cannot read machine spec `/nonexistent/m.toml`")
-        );
-
-        let dir = std::env::temp_dir().join(format!("homenode-topo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("m.toml");
-        std::fs::write(&path, MINIMAL).unwrap();
-        let path = path.to_str().unwrap();
-        assert_eq!(resolve_machine(path).unwrap().name, "tiny");
-        std::fs::write(path, MINIMAL.replace("nodes = 2", "nodes = 0")).unwrap();
-        let e = resolve_machine(path).unwrap_err().to_string();
-        assert!(e.starts_with(path) && e.contains("`nodes`"), "{e}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -255,6 +255,27 @@ impl Daemon {
         Ok(())
     }
 
+    /// What the policy sees of the candidates: their views with the homes this daemon gave
+    /// them, and processes it must never touch marked to be left alone.
+    fn views(&self, cands: &[snapshot::Candidate]) -> Vec<policy::ProcessView> {
+        let mut views: Vec<_> = cands.iter().map(|c| c.view.clone()).collect();
+        for v in &mut views {
+            let key = ProcessKey {
+                pid: v.pid,
+                starttime: v.start_time,
+            };
+            if self.never.contains_key(&key) {
+                v.leave_alone = true;
+            }
+            v.home = self
+                .homes
+                .get(&key)
+                .map(|(h, _)| h.clone())
+                .unwrap_or_default();
+        }
+        views
+    }
+
     /// One interval: sample, decide, apply, publish.
     pub fn interval(&mut self) -> Result<IntervalReport, DaemonError> {
         let cpu0 = thread_cpu_s();
@@ -323,21 +344,7 @@ impl Daemon {
         self.rehome_widened(&cands);
         self.count_skipped(&cands);
         let nodes = snapshot::nodes(&self.host, &free, idle.as_deref());
-        let mut views: Vec<_> = cands.iter().map(|c| c.view.clone()).collect();
-        for v in &mut views {
-            let key = ProcessKey {
-                pid: v.pid,
-                starttime: v.start_time,
-            };
-            if self.never.contains_key(&key) {
-                v.leave_alone = true;
-            }
-            v.home = self
-                .homes
-                .get(&key)
-                .map(|(h, _)| h.clone())
-                .unwrap_or_default();
-        }
+        let views = self.views(&cands);
         let host = self.host.clone();
         let snap = Snapshot {
             topo: host.topology(),

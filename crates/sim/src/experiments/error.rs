@@ -1,7 +1,8 @@
 //! Typed errors of the experiment runner below [`super::ExperimentError`]: a value of an
 //! experiment file that breaks its rule ([`ValueError`]), a sweep that does not fit its
 //! experiment ([`SweepError`]), and a run that failed ([`RunFailure`]). Each names the item
-//! that failed; [`super::ExperimentError`] adds the file and line or the experiment's name.
+//! that failed; [`super::ExperimentError`] adds the file and line ([`key_line`]) or the
+//! experiment's name.
 
 use crate::budget::BudgetError;
 use crate::numa_test::NumaTestError;
@@ -72,4 +73,15 @@ impl From<SpecError> for RunFailure {
     fn from(e: SpecError) -> Self {
         RunFailure::Sched(e.into())
     }
+}
+
+/// Line where `key = ...` is set (0 if not found).
+pub(super) fn key_line(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map_or(0, |i| i + 1)
 }

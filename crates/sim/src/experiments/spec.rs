@@ -2,7 +2,7 @@
 //! line naming the file, the line and the key (unknown keys list the valid ones).
 
 use super::ExperimentError;
-use super::error::ValueError;
+use super::error::{ValueError, key_line};
 use super::study_spec::StudySection;
 use crate::budget;
 use crate::sched::{self, SchedSpec};
@@ -404,15 +404,4 @@ pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
     } else {
         format!("{section}.{key}")
     })
-}
-
-/// Line where `key = ...` is set (0 if not found).
-pub(super) fn key_line(text: &str, key: &str) -> usize {
-    text.lines()
-        .position(|l| {
-            let l = l.trim_start();
-            l.strip_prefix(key)
-                .is_some_and(|r| r.trim_start().starts_with('='))
-        })
-        .map_or(0, |i| i + 1)
 }

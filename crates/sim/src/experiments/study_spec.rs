@@ -3,8 +3,7 @@
 //! 20,000 transactions per oltp client); a key that belongs to another kind is refused.
 
 use super::ExperimentError;
-use super::error::ValueError;
-use super::spec::key_line;
+use super::error::{ValueError, key_line};
 use crate::budget;
 use crate::sched::{self, SchedSpec};
 use crate::studies::{convergence, oltp};

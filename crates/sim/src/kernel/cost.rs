@@ -305,7 +305,7 @@ mod tests {
     use crate::program::Access;
 
     fn machine() -> Topology {
-        topo::spec::parse_synthetic("nodes=2,cpus-per-node=4,remote-ratio=2").expect("synthetic")
+        topo::parse_synthetic("nodes=2,cpus-per-node=4,remote-ratio=2").expect("synthetic")
     }
 
     fn region_on(t: &Topology, node: NodeId, bytes: u64) -> Region {

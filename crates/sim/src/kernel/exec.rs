@@ -9,6 +9,8 @@ use topo::{CpuId, CpuSet};
 
 impl Kernel {
     /// Run the zero-time phases of `t` until it has CPU work, blocks, sleeps or exits.
+    // The interpreter's dispatch: one match arm per phase kind, read as one.
+    #[allow(clippy::too_many_lines)]
     pub(crate) fn advance(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
         let wl = self.workload.clone();
         let prog = &wl.programs[self.tasks[t].program];
@@ -383,45 +385,7 @@ impl Kernel {
         self.live_tasks += 1;
         let mut target = s.fork_cpu(self, cpu, id);
         if new_process {
-            let placement = if exec {
-                s.exec(self, id, target)
-            } else {
-                Default::default()
-            };
-            // A plain fork inherits the parent's home node.
-            let placement = match (exec, parent) {
-                (false, Some(p)) => ExecPlacement {
-                    home: self.tasks[p].home_node,
-                    ..placement
-                },
-                _ => placement,
-            };
-            if let Some(c) = placement.cpu {
-                target = c;
-            }
-            self.tasks[id].home_node = placement.home;
-            let group = self.params.page_group_bytes;
-            let regions = prog
-                .regions
-                .iter()
-                .map(|r| {
-                    let policy = match (&r.policy, placement.home) {
-                        (MemPolicy::FirstTouch, Some(h)) if placement.alloc_on_home => {
-                            MemPolicy::Preferred(h)
-                        }
-                        (p, _) => p.clone(),
-                    };
-                    Region::new(&r.name, r.bytes, policy, group, nr_nodes)
-                })
-                .collect();
-            self.procs.push(Process {
-                pid,
-                program,
-                regions,
-                threads_alive: 0,
-                threads: Vec::new(),
-                mem_version: 0,
-            });
+            target = self.new_process(s, id, parent, pid, exec, target);
         } else if let Some(p) = parent {
             self.tasks[id].home_node = self.tasks[p].home_node;
         }
@@ -433,6 +397,65 @@ impl Kernel {
         self.tasks[id].cpu = target;
         self.enqueue(id, target, false);
         id
+    }
+
+    /// The process of task `id`, new in `create`: the scheduler's exec-time placement (a plain
+    /// fork inherits the parent's home node) and the program's regions, a first-touch policy
+    /// turned to the home when the placement allocates there. Returns the CPU to start on,
+    /// `target` unless the placement names one.
+    fn new_process(
+        &mut self,
+        s: &mut dyn CpuScheduler,
+        id: TaskId,
+        parent: Option<TaskId>,
+        pid: Pid,
+        exec: bool,
+        mut target: CpuId,
+    ) -> CpuId {
+        let wl = self.workload.clone();
+        let program = self.tasks[id].program;
+        let prog = &wl.programs[program];
+        let nr_nodes = self.topo.nr_nodes();
+        let placement = if exec {
+            s.exec(self, id, target)
+        } else {
+            Default::default()
+        };
+        // A plain fork inherits the parent's home node.
+        let placement = match (exec, parent) {
+            (false, Some(p)) => ExecPlacement {
+                home: self.tasks[p].home_node,
+                ..placement
+            },
+            _ => placement,
+        };
+        if let Some(c) = placement.cpu {
+            target = c;
+        }
+        self.tasks[id].home_node = placement.home;
+        let group = self.params.page_group_bytes;
+        let regions = prog
+            .regions
+            .iter()
+            .map(|r| {
+                let policy = match (&r.policy, placement.home) {
+                    (MemPolicy::FirstTouch, Some(h)) if placement.alloc_on_home => {
+                        MemPolicy::Preferred(h)
+                    }
+                    (p, _) => p.clone(),
+                };
+                Region::new(&r.name, r.bytes, policy, group, nr_nodes)
+            })
+            .collect();
+        self.procs.push(Process {
+            pid,
+            program,
+            regions,
+            threads_alive: 0,
+            threads: Vec::new(),
+            mem_version: 0,
+        });
+        target
     }
 
     /// The allowed CPU with the fewest runnable tasks (lowest id on ties).

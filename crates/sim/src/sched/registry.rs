@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn every_entry_builds_a_scheduler_of_its_name() {
-        let topo = topo::spec::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
+        let topo = topo::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
         for e in SCHEDULERS {
             let spec = SchedSpec::parse(e.name).expect("spec");
             let s = build(&spec, &topo).unwrap_or_else(|err| panic!("{}: {err}", e.name));
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn unknown_scheduler_lists_the_valid_ones() {
-        let topo = topo::spec::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
+        let topo = topo::parse_synthetic("nodes=2,cpus-per-node=2").expect("machine");
         let e = build(&SchedSpec::parse("o2").expect("spec"), &topo)
             .err()
             .expect("unknown");

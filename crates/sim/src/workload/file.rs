@@ -246,29 +246,7 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
     };
     let mut programs = Vec::new();
     for p in &spec.program {
-        let mut regions = Vec::new();
-        for r in &p.region {
-            if !(r.mib.is_finite() && r.mib > 0.0) {
-                return Err(invalid(format!(
-                    "program `{}` region `{}`: mib must be > 0",
-                    p.name, r.name
-                )));
-            }
-            // Against the machine at run time; here only what no machine could hold (1 PiB).
-            crate::budget::at_most("mib", r.mib, (1u64 << 30) as f64, "MiB")
-                .map_err(|e| invalid(format!("program `{}` region `{}`: {e}", p.name, r.name)))?;
-            let policy = match &r.policy {
-                Some(s) => MemPolicy::parse(s).map_err(|e| {
-                    invalid(format!("program `{}` region `{}`: {e}", p.name, r.name))
-                })?,
-                None => MemPolicy::FirstTouch,
-            };
-            regions.push(RegionSpec {
-                name: r.name.clone(),
-                bytes: (r.mib * 1024.0 * 1024.0).round() as u64,
-                policy,
-            });
-        }
+        let regions = lower_regions(p, &invalid)?;
         let ctx = Ctx {
             prog: &p.name,
             regions: &regions,
@@ -321,6 +299,37 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
     Ok(w)
 }
 
+/// A program's regions: sizes checked (above 0, below what no machine could hold) and
+/// policies parsed.
+fn lower_regions(
+    p: &ProgramSpec,
+    invalid: &dyn Fn(String) -> WorkloadError,
+) -> Result<Vec<RegionSpec>, WorkloadError> {
+    let mut regions = Vec::new();
+    for r in &p.region {
+        if !(r.mib.is_finite() && r.mib > 0.0) {
+            return Err(invalid(format!(
+                "program `{}` region `{}`: mib must be > 0",
+                p.name, r.name
+            )));
+        }
+        // Against the machine at run time; here only what no machine could hold (1 PiB).
+        crate::budget::at_most("mib", r.mib, (1u64 << 30) as f64, "MiB")
+            .map_err(|e| invalid(format!("program `{}` region `{}`: {e}", p.name, r.name)))?;
+        let policy = match &r.policy {
+            Some(s) => MemPolicy::parse(s)
+                .map_err(|e| invalid(format!("program `{}` region `{}`: {e}", p.name, r.name)))?,
+            None => MemPolicy::FirstTouch,
+        };
+        regions.push(RegionSpec {
+            name: r.name.clone(),
+            bytes: (r.mib * 1024.0 * 1024.0).round() as u64,
+            policy,
+        });
+    }
+    Ok(regions)
+}
+
 struct Ctx<'a> {
     prog: &'a str,
     regions: &'a [RegionSpec],
@@ -370,32 +379,7 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
     } else if let Some(c) = &ph.kernel {
         out.push(Phase::Kernel { cycles: c.cycles });
     } else if let Some(m) = &ph.memory {
-        let mut accesses = Vec::new();
-        for a in &m.access {
-            let pattern = match a.pattern.as_str() {
-                "random" => Pattern::Random,
-                "stream" => Pattern::Stream,
-                other => {
-                    return Err(PhaseError::BadPattern {
-                        pattern: other.into(),
-                    });
-                }
-            };
-            accesses.push(Access {
-                region: cx.region(&a.region)?,
-                pattern,
-                bytes: a.bytes,
-                write: a.write,
-                contended: a.contended,
-            });
-        }
-        out.push(Phase::Memory {
-            ops: m.ops,
-            op: OpCost {
-                cycles: m.cycles,
-                accesses,
-            },
-        });
+        out.push(lower_memory(m, cx)?);
     } else if let Some(r) = &ph.touch {
         out.push(Phase::Touch {
             region: cx.region(r)?,
@@ -458,6 +442,36 @@ fn lower_phase(ph: &PhaseSpec, cx: &Ctx<'_>, out: &mut Vec<Phase>) -> Result<(),
         out.push(Phase::EndLoop);
     }
     Ok(())
+}
+
+/// A `memory` phase: its accesses resolved to regions and patterns.
+fn lower_memory(m: &MemorySpec, cx: &Ctx<'_>) -> Result<Phase, PhaseError> {
+    let mut accesses = Vec::new();
+    for a in &m.access {
+        let pattern = match a.pattern.as_str() {
+            "random" => Pattern::Random,
+            "stream" => Pattern::Stream,
+            other => {
+                return Err(PhaseError::BadPattern {
+                    pattern: other.into(),
+                });
+            }
+        };
+        accesses.push(Access {
+            region: cx.region(&a.region)?,
+            pattern,
+            bytes: a.bytes,
+            write: a.write,
+            contended: a.contended,
+        });
+    }
+    Ok(Phase::Memory {
+        ops: m.ops,
+        op: OpCost {
+            cycles: m.cycles,
+            accesses,
+        },
+    })
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {

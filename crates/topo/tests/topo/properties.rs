@@ -5,7 +5,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use topo::domains::{flat_domain, node_domains};
 use topo::presets::{PRESETS, preset_source};
-use topo::spec::{CpuSpec, MachineSpec, MemorySpec, NodeOverride, SYNTHETIC_KEYS, parse_synthetic};
+use topo::spec::{CpuSpec, MachineSpec, MemorySpec, NodeOverride};
+use topo::synthetic::{SYNTHETIC_KEYS, parse_synthetic};
 use topo::{CpuSet, DomainLevel, Topology, sched_domains};
 
 fn check_topology(t: &Topology) {

@@ -4,7 +4,7 @@ use crate::Topology;
 use crate::error::{TopoError, one_line};
 use crate::presets;
 
-use super::{CpuSpec, LOCAL_DISTANCE, MAX_DISTANCE, MachineSpec};
+use crate::spec::{CpuSpec, LOCAL_DISTANCE, MAX_DISTANCE, MachineSpec};
 
 /// Keys accepted by [`parse_synthetic`].
 pub const SYNTHETIC_KEYS: &[&str] = &[

@@ -1,0 +1,138 @@
+//! Step 4, *memory*: bring remote memory home, largest remote share first, in `MoveMemory`
+//! batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total, each batch
+//! to the nearest home node with room. A request is judged once fresh per-node figures are in:
+//! memory on a node that did not shrink by half of what was asked (pinned pages, a memory
+//! policy of its own) is left alone there for `move_retry_s`, so the budget goes to memory
+//! that moves.
+
+use topo::NodeId;
+
+use super::{Decision, HomenodePolicy};
+use crate::action::Action;
+use crate::common::{MIB, fmt_bytes, fmt_home, nearest_first};
+
+/// Remote memory of one process on one node, a candidate for moving home.
+struct Chunk {
+    /// Bytes on `from`.
+    remote: u64,
+    /// Index of the process in the decision.
+    i: usize,
+    from: NodeId,
+}
+
+impl HomenodePolicy {
+    /// `MoveMemory` batches within the interval's budget, largest remote share first.
+    pub(super) fn memory_moves(&mut self, d: &Decision<'_, '_>) -> Vec<Action> {
+        let cfg = &self.cfg;
+        let topo = d.snap.topo;
+        let now = d.snap.now_ns;
+        let mib = MIB as f64;
+        let budget_f = cfg.move_rate_mib_s as f64 * mib * (d.snap.interval_ns as f64 / 1e9);
+        let mut budget: u64 = if budget_f.is_finite() {
+            budget_f as u64
+        } else {
+            0
+        };
+        let batch = cfg.batch_mib.saturating_mul(MIB);
+        let headroom = cfg.headroom_mib.saturating_mul(MIB);
+
+        let chunks = self.remote_chunks(d);
+        let mut room: Vec<u64> =
+            d.m.free
+                .iter()
+                .map(|&f| f.saturating_sub(headroom))
+                .collect();
+        let mut out = Vec::new();
+        for Chunk { remote, i, from } in chunks {
+            if budget == 0 {
+                break;
+            }
+            let p = &d.procs[i];
+            let home = d.homes[i].as_deref().unwrap_or(&[]);
+            // Nearest home node first; among equally near ones, the one with most room.
+            let targets = nearest_first(topo, from, home, |a, b| room[b].cmp(&room[a]));
+            let mut left = remote;
+            let mut asked = 0u64;
+            for to in targets {
+                while left > 0 && budget > 0 && room[to] > 0 {
+                    let b = left.min(batch).min(budget).min(room[to]);
+                    left -= b;
+                    budget -= b;
+                    room[to] -= b;
+                    asked += b;
+                    out.push(Action::MoveMemory {
+                        pid: p.pid,
+                        start_time: p.start_time,
+                        from,
+                        to,
+                        bytes: b,
+                        reason: format!(
+                            "memory home: pid {} ({}) has {} on node {from}, home {}; batch of {}, {} left on node {from} after it",
+                            p.pid,
+                            d.snap.processes[p.idx].comm,
+                            fmt_bytes(remote),
+                            fmt_home(home),
+                            fmt_bytes(b),
+                            fmt_bytes(left)
+                        ),
+                    });
+                }
+            }
+            if asked > 0 {
+                if let Some(st) = self.procs.get_mut(&p.pid) {
+                    st.requested.push((from, asked, p.bytes[from]));
+                    st.requested_at_ns = now;
+                }
+            }
+        }
+        out
+    }
+
+    /// The remote memory of homed processes worth moving, largest first: judges last
+    /// interval's requests, and leaves out nodes whose memory would not move.
+    fn remote_chunks(&mut self, d: &Decision<'_, '_>) -> Vec<Chunk> {
+        let now = d.snap.now_ns;
+        let min_move = self.cfg.min_move_mib.saturating_mul(MIB).max(1);
+        let retry_ns = (self.cfg.move_retry_s * 1e9) as u64;
+        let mut chunks: Vec<Chunk> = Vec::new();
+        for (i, p) in d.procs.iter().enumerate() {
+            let Some(home) = d.homes[i].as_deref() else {
+                continue;
+            };
+            let Some(st) = self.procs.get_mut(&p.pid) else {
+                continue;
+            };
+            // Judge last interval's requests once fresh per-node figures are in.
+            if !st.requested.is_empty() {
+                if p.mem_sampled_ns > st.requested_at_ns {
+                    for &(from, asked, had) in &st.requested {
+                        if p.bytes[from].saturating_add(asked / 2) > had {
+                            st.blocked.insert(from, now.saturating_add(retry_ns));
+                        }
+                    }
+                    st.requested.clear();
+                } else {
+                    continue; // wait for fresh figures
+                }
+            }
+            st.blocked.retain(|_, until| *until > now);
+            for r in 0..d.m.n {
+                if home.contains(&r) || p.bytes[r] < min_move || st.blocked.contains_key(&r) {
+                    continue;
+                }
+                chunks.push(Chunk {
+                    remote: p.bytes[r],
+                    i,
+                    from: r,
+                });
+            }
+        }
+        chunks.sort_by(|a, b| {
+            b.remote
+                .cmp(&a.remote)
+                .then(d.procs[a.i].pid.cmp(&d.procs[b.i].pid))
+                .then(a.from.cmp(&b.from))
+        });
+        chunks
+    }
+}

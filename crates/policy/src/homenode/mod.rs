@@ -1,0 +1,192 @@
+//! The homenode policy: a home node for every significant process, chosen where its memory
+//! already is, kept there with CPU affinity, its memory brought home at a bounded rate, and
+//! processes moved between nodes only when node loads stay apart.
+//!
+//! One decision ([`HomenodePolicy::decide`]) runs four steps on a sanitised copy of the
+//! snapshot (`docs/PLACEMENT.md` has the whole algorithm, the formulas and every parameter):
+//!
+//! 1. *Release*: a homed process that used less than `min_cpu` for `release_after_s` loses
+//!    its home (`ClearHome`).
+//! 2. *Homes*: significant processes without a valid home get one, largest first, at most
+//!    `max_new_homes_per_interval`: the node holding most of their memory if it has room,
+//!    else the best node by spare CPU and memory weighted by distance to their memory; a light
+//!    process is packed onto one node; a process too big for one node gets a home *set* of
+//!    nearest nodes.
+//! 3. *Rebalance*: when the same node has been the busiest, its load above another's by
+//!    `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in
+//!    a row, move the single-node process with the best score (load taken off the imbalance
+//!    per byte that would migrate), at most `max_moves_per_interval`, never one that moved
+//!    within `min_dwell_s`.
+//! 4. *Memory*: bring remote memory home, largest remote share first, in `MoveMemory`
+//!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total.
+//!
+//! The files follow the steps: `release.rs` (1), `homes.rs` (2, with the choice of one home),
+//! `rebalance.rs` (3), `memory.rs` (4); `model.rs` holds the load model below, which every
+//! step reads and the first three update as homes change.
+//!
+//! The load model: each node's load (in CPUs) is its busy CPU time minus what homed processes
+//! ran there, plus the demand of the processes homed on it (their CPU use, or their width when
+//! larger: each busy thread needs a CPU; split over a home set by CPU count). So a homed
+//! process counts where it belongs, everything else (small processes, processes left alone,
+//! processes not homed yet) where it ran.
+//!
+//! State kept between decisions (all in this struct, so the same sequence of snapshots always
+//! gives the same actions): per PID its start time, the time of its last move, the last time
+//! it was busy, the memory moves asked for last time, and nodes whose memory would not move;
+//! and the busiest node with the number of consecutive decisions that saw it imbalanced.
+
+mod homes;
+mod memory;
+mod model;
+mod rebalance;
+mod release;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use topo::NodeId;
+
+use crate::NodePolicy;
+use crate::action::Action;
+use crate::common::{self, MIB, Machine, Proc};
+use crate::config::{ConfigError, HomenodeConfig};
+use crate::snapshot::Snapshot;
+
+use model::Model;
+
+const EPS: f64 = 1e-9;
+
+/// Per-process memory of the policy.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PidState {
+    start_time: u64,
+    /// When it last got a home or moved.
+    last_move_ns: Option<u64>,
+    /// Last decision at which it used at least `min_cpu`.
+    last_busy_ns: u64,
+    /// Memory moves asked for at `requested_at_ns`: (from node, bytes asked, bytes it had there).
+    requested: Vec<(NodeId, u64, u64)>,
+    requested_at_ns: u64,
+    /// Node -> time before which its memory on that node is not asked to move again.
+    blocked: BTreeMap<NodeId, u64>,
+}
+
+/// The homenode (node-affine) placement policy. See the module documentation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HomenodePolicy {
+    cfg: HomenodeConfig,
+    procs: BTreeMap<u32, PidState>,
+    /// Consecutive decisions that saw `imbalance_src` as the busiest node, imbalanced.
+    imbalance_streak: u32,
+    imbalance_src: Option<NodeId>,
+}
+
+/// What one decision works on, handed from step to step: the sanitised processes, their homes
+/// as the decision has changed them so far, the load model, and the actions so far.
+struct Decision<'s, 'a> {
+    snap: &'s Snapshot<'a>,
+    m: Machine,
+    procs: Vec<Proc>,
+    homes: Vec<Option<Vec<NodeId>>>,
+    model: Model,
+    /// Processes that already got an action in this decision (never two SetHome for one).
+    touched: Vec<bool>,
+    actions: Vec<Action>,
+}
+
+/// The command name of `p`, for reasons.
+fn comm<'s>(snap: &'s Snapshot<'_>, p: &Proc) -> &'s str {
+    snap.processes[p.idx].comm.as_str()
+}
+
+impl HomenodePolicy {
+    /// A policy with these parameters (checked).
+    pub fn new(cfg: HomenodeConfig) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        Ok(HomenodePolicy {
+            cfg,
+            ..Default::default()
+        })
+    }
+
+    pub fn config(&self) -> &HomenodeConfig {
+        &self.cfg
+    }
+
+    /// Consecutive decisions that have seen the same busiest node imbalanced against another
+    /// (reset when a process moves or the busiest node changes).
+    pub fn imbalance_streak(&self) -> u32 {
+        self.imbalance_streak
+    }
+
+    /// When the policy last gave `pid` a home or moved it, ns on the snapshot clock.
+    pub fn last_move_ns(&self, pid: u32) -> Option<u64> {
+        self.procs.get(&pid).and_then(|s| s.last_move_ns)
+    }
+
+    fn significant(&self, p: &Proc) -> bool {
+        p.cpu + EPS >= self.cfg.min_cpu && p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
+    }
+
+    fn dwell_over(&self, st: &PidState, now: u64) -> bool {
+        st.last_move_ns
+            .is_none_or(|t| now.saturating_sub(t) as f64 >= self.cfg.min_dwell_s * 1e9)
+    }
+
+    /// Forgets what is gone, left alone, or a reused PID; starts state for new processes and
+    /// notes which ones are busy now.
+    fn track(&mut self, procs: &[Proc], now: u64) {
+        let keep: BTreeMap<u32, u64> = procs
+            .iter()
+            .filter(|p| !p.leave_alone)
+            .map(|p| (p.pid, p.start_time))
+            .collect();
+        self.procs
+            .retain(|pid, st| keep.get(pid) == Some(&st.start_time));
+        for p in procs.iter().filter(|p| !p.leave_alone) {
+            let st = self.procs.entry(p.pid).or_insert_with(|| PidState {
+                start_time: p.start_time,
+                last_busy_ns: now,
+                ..Default::default()
+            });
+            if p.cpu + EPS >= self.cfg.min_cpu {
+                st.last_busy_ns = now;
+            }
+        }
+    }
+}
+
+impl NodePolicy for HomenodePolicy {
+    fn name(&self) -> &'static str {
+        "homenode"
+    }
+
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Vec<Action> {
+        let m = Machine::new(snap);
+        let procs = common::processes(snap, self.cfg.busy_thread_cpu);
+        self.track(&procs, snap.now_ns);
+
+        // Current homes (valid, managed processes only).
+        let homes: Vec<Option<Vec<NodeId>>> = procs
+            .iter()
+            .map(|p| (!p.leave_alone && p.home_valid).then(|| p.home.clone()))
+            .collect();
+        let model = Model::new(snap.topo, &m, &procs, &homes);
+        let mut d = Decision {
+            snap,
+            m,
+            touched: vec![false; procs.len()],
+            procs,
+            homes,
+            model,
+            actions: Vec::new(),
+        };
+        self.release(&mut d);
+        self.new_homes(&mut d);
+        self.rebalance(&mut d);
+        let moves = self.memory_moves(&d);
+        d.actions.extend(moves);
+        d.actions
+    }
+}

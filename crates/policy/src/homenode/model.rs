@@ -1,0 +1,109 @@
+//! The load model of one decision: each node's load (in CPUs) is its busy CPU time minus what
+//! homed processes ran there, plus the demand of the processes homed on it (their CPU use, or
+//! their width when larger: each busy thread needs a CPU; split over a home set by CPU count).
+//! So a homed process counts where it belongs, everything else (small processes, processes
+//! left alone, processes not homed yet) where it ran. Free memory is counted net of what is
+//! already on its way home, so two homes are not promised the same bytes.
+
+use topo::{NodeId, Topology};
+
+use crate::common::{Machine, Proc};
+
+/// Load and free memory per node as the policy accounts them during one decision.
+#[derive(Clone, Debug)]
+pub(super) struct Model {
+    pub(super) cpus: Vec<f64>,
+    /// Load in CPUs.
+    pub(super) load: Vec<f64>,
+    /// Of which: the demand of the processes homed on the node (split over a home set).
+    pub(super) homed: Vec<f64>,
+    /// Free bytes minus memory already on its way there.
+    pub(super) free: Vec<i64>,
+}
+
+/// Node of `home` nearest to `from` (earliest in `home` on ties).
+fn dest_for(topo: &Topology, home: &[NodeId], from: NodeId) -> NodeId {
+    let mut best = home[0];
+    for &h in home {
+        if topo.distance(from, h) < topo.distance(from, best) {
+            best = h;
+        }
+    }
+    best
+}
+
+impl Model {
+    /// The machine with every process accounted at its valid home, or where it ran.
+    pub(super) fn new(
+        topo: &Topology,
+        m: &Machine,
+        procs: &[Proc],
+        homes: &[Option<Vec<NodeId>>],
+    ) -> Self {
+        let cpus: Vec<f64> = m.cpus.iter().map(|&c| c as f64).collect();
+        let mut load: Vec<f64> = (0..m.n).map(|n| (cpus[n] - m.idle[n]).max(0.0)).collect();
+        for (p, h) in procs.iter().zip(homes) {
+            if h.is_some() {
+                for (n, l) in load.iter_mut().enumerate() {
+                    *l -= p.cpu * p.share[n];
+                }
+            }
+        }
+        load.iter_mut().for_each(|l| *l = l.max(0.0));
+        let mut model = Model {
+            cpus,
+            load,
+            homed: vec![0.0; m.n],
+            free: m.free.iter().map(|&f| f as i64).collect(),
+        };
+        for (p, h) in procs.iter().zip(homes) {
+            if let Some(h) = h {
+                model.apply(topo, p, Some(h), 1.0);
+            }
+        }
+        model
+    }
+
+    /// Adds (`sign` = 1) or removes (-1) a process's load and its incoming memory, accounted at
+    /// `home`, or where it ran when it has no home.
+    pub(super) fn apply(&mut self, topo: &Topology, p: &Proc, home: Option<&[NodeId]>, sign: f64) {
+        match home {
+            Some(h) if !h.is_empty() => {
+                let total: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
+                for &n in h {
+                    let w = if total > 0 {
+                        p.node_cpus[n] as f64 / total as f64
+                    } else {
+                        1.0 / h.len() as f64
+                    };
+                    // A homed process counts what it needs there (busy threads a CPU each),
+                    // not only what it managed to use where it ran.
+                    let need = sign * p.cpu.max(f64::from(p.width)) * w;
+                    self.load[n] += need;
+                    self.homed[n] = (self.homed[n] + need).max(0.0);
+                }
+                for r in 0..self.load.len() {
+                    if !h.contains(&r) && p.bytes[r] > 0 {
+                        let d = dest_for(topo, h, r);
+                        self.free[d] -= sign as i64 * p.bytes[r] as i64;
+                    }
+                }
+            }
+            _ => {
+                for n in 0..self.load.len() {
+                    self.load[n] += sign * p.cpu * p.share[n];
+                }
+            }
+        }
+        self.load.iter_mut().for_each(|l| *l = l.max(0.0));
+    }
+
+    /// Load per CPU of node `n` (0 for a node without CPUs).
+    pub(super) fn frac(&self, n: NodeId) -> f64 {
+        if self.cpus[n] > 0.0 {
+            self.load[n] / self.cpus[n]
+        } else {
+            0.0
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Step 3, *rebalance*: when the same node has been the busiest, its load above another's by
+//! `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in a
+//! row, move the single-node process with the best score (load taken off the imbalance per
+//! byte that would migrate), at most `max_moves_per_interval`, never one that moved within
+//! `min_dwell_s`. The streak is the hysteresis: a peak of one interval moves nothing, and a
+//! move starts the count again, so processes do not see-saw between two nodes.
+
+use topo::NodeId;
+
+use super::model::Model;
+use super::{Decision, EPS, HomenodePolicy, comm};
+use crate::action::Action;
+use crate::common::{MIB, Proc, fmt_bytes, pct};
+
+/// One candidate rebalancing move.
+struct MoveCand {
+    i: usize,
+    dst: NodeId,
+    score: f64,
+    on_dst: f64,
+}
+
+impl HomenodePolicy {
+    /// Node pair state: the busiest node and the nodes it is imbalanced against, if the
+    /// machine counts as imbalanced.
+    fn imbalance(&self, model: &Model) -> Option<(NodeId, Vec<NodeId>)> {
+        let nodes: Vec<NodeId> = (0..model.cpus.len())
+            .filter(|&n| model.cpus[n] > 0.0)
+            .collect();
+        let mut src: Option<NodeId> = None;
+        for &n in &nodes {
+            if src.is_none_or(|s| model.frac(n) > model.frac(s) + EPS) {
+                src = Some(n);
+            }
+        }
+        let src = src?;
+        let ls = model.frac(src);
+        if ls <= self.cfg.consolidate_below + EPS {
+            return None;
+        }
+        let dsts: Vec<NodeId> = nodes
+            .into_iter()
+            .filter(|&d| {
+                d != src && ls * 100.0 > f64::from(self.cfg.imbalance_pct) * model.frac(d) + EPS
+            })
+            .collect();
+        (!dsts.is_empty()).then_some((src, dsts))
+    }
+
+    /// Counts the decisions in a row that saw the same busiest node imbalanced.
+    fn track_imbalance(&mut self, model: &Model) {
+        match self.imbalance(model) {
+            Some((src, _)) if self.imbalance_src == Some(src) => {
+                self.imbalance_streak = self.imbalance_streak.saturating_add(1);
+            }
+            Some((src, _)) => {
+                self.imbalance_src = Some(src);
+                self.imbalance_streak = 1;
+            }
+            None => {
+                self.imbalance_src = None;
+                self.imbalance_streak = 0;
+            }
+        }
+    }
+
+    /// Moves processes off the busiest node once the imbalance has lasted.
+    pub(super) fn rebalance(&mut self, d: &mut Decision<'_, '_>) {
+        // The same node must be the busiest, imbalanced, decision after decision.
+        self.track_imbalance(&d.model);
+        if self.imbalance_streak < self.cfg.imbalance_intervals {
+            return;
+        }
+        let mut moved = 0u32;
+        while moved < self.cfg.max_moves_per_interval {
+            let Some((src, dsts)) = self.imbalance(&d.model) else {
+                break;
+            };
+            let Some(best) = self.best_move(d, src, &dsts) else {
+                break;
+            };
+            self.move_home(d, src, &best);
+            moved += 1;
+        }
+        if moved > 0 {
+            self.imbalance_streak = 0;
+            self.imbalance_src = None;
+        }
+    }
+
+    /// Rehomes the process of `best` from `src` to its destination.
+    fn move_home(&mut self, d: &mut Decision<'_, '_>, src: NodeId, best: &MoveCand) {
+        let topo = d.snap.topo;
+        let p = &d.procs[best.i];
+        let (ls, ld) = (d.model.frac(src), d.model.frac(best.dst));
+        d.model.apply(topo, p, Some(&[src]), -1.0);
+        d.model.apply(topo, p, Some(&[best.dst]), 1.0);
+        let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
+        d.actions.push(Action::SetHome {
+            pid: p.pid,
+            start_time: p.start_time,
+            nodes: vec![best.dst],
+            cpus: p.cpus_of(topo, &[best.dst], allowed_cpus),
+            reason: format!(
+                "rebalance: node {src} at {ls:.2} vs node {} at {ld:.2} CPUs/CPU, moving pid {} ({}, {:.1} CPUs; {} of its {} already on node {})",
+                best.dst,
+                p.pid,
+                comm(d.snap, p),
+                p.cpu,
+                pct(p.bytes[best.dst], p.rss),
+                fmt_bytes(p.rss),
+                best.dst
+            ),
+        });
+        let st = self.procs.get_mut(&p.pid).expect("state made above");
+        st.last_move_ns = Some(d.snap.now_ns);
+        st.blocked.clear();
+        d.homes[best.i] = Some(vec![best.dst]);
+        d.touched[best.i] = true;
+    }
+
+    /// Best single-node process to move off `src` to one of `dsts`.
+    fn best_move(&self, d: &Decision<'_, '_>, src: NodeId, dsts: &[NodeId]) -> Option<MoveCand> {
+        let now = d.snap.now_ns;
+        let mut best: Option<MoveCand> = None;
+        for (i, p) in d.procs.iter().enumerate() {
+            if p.leave_alone
+                || d.touched[i]
+                || p.cpu <= EPS
+                || d.homes[i].as_deref() != Some(&[src])
+            {
+                continue;
+            }
+            if !self
+                .procs
+                .get(&p.pid)
+                .is_some_and(|st| self.dwell_over(st, now))
+            {
+                continue;
+            }
+            for &dst in dsts {
+                let Some(cand) = self.move_candidate(&d.model, i, p, src, dst) else {
+                    continue;
+                };
+                let better = match &best {
+                    None => true,
+                    Some(b) => {
+                        cand.score > b.score + EPS
+                            || ((cand.score - b.score).abs() <= EPS && cand.on_dst > b.on_dst + EPS)
+                    }
+                };
+                if better {
+                    best = Some(cand);
+                }
+            }
+        }
+        best
+    }
+
+    /// Moving process `i` (`p`) from `src` to `d`, if it fits there and lessens the imbalance.
+    fn move_candidate(
+        &self,
+        model: &Model,
+        i: usize,
+        p: &Proc,
+        src: NodeId,
+        d: NodeId,
+    ) -> Option<MoveCand> {
+        let headroom = (self.cfg.headroom_mib.saturating_mul(MIB)) as i64;
+        let cost = self.cfg.move_cost_mib.saturating_mul(MIB) as f64;
+        if !p.allowed[d] || (p.width as usize) > p.node_cpus[d] {
+            return None;
+        }
+        // Memory fit on d, counting what it already has there.
+        if model.free[d] + p.bytes[d] as i64 - headroom < p.rss as i64 {
+            return None;
+        }
+        let (ls, ld) = (model.frac(src), model.frac(d));
+        let before = ls - ld;
+        let after = ((ls - p.cpu / model.cpus[src]) - (ld + p.cpu / model.cpus[d])).abs();
+        let gain = before - after;
+        if gain <= 1e-6 {
+            return None;
+        }
+        let to_move = p.rss - p.bytes[d];
+        let score = gain / (1.0 + to_move as f64 / cost);
+        let on_dst = if p.rss > 0 {
+            p.bytes[d] as f64 / p.rss as f64
+        } else {
+            0.0
+        };
+        Some(MoveCand {
+            i,
+            dst: d,
+            score,
+            on_dst,
+        })
+    }
+}

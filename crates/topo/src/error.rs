@@ -5,6 +5,45 @@
 
 use std::fmt;
 
+/// Why a text (a `/proc` or `/sys` file, a policy token, a sysfs value) could not
+/// be parsed: one line naming the field, line or token and what was wrong. The reader that
+/// knows the file adds its path ([`ProcError::Parse`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+impl From<String> for ParseError {
+    fn from(s: String) -> Self {
+        ParseError(s)
+    }
+}
+
+impl From<&str> for ParseError {
+    fn from(s: &str) -> Self {
+        ParseError(s.to_string())
+    }
+}
+
+/// The message, for matching in tests and for callers that add their own context.
+impl std::ops::Deref for ParseError {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for ParseError {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<ParseError> for String {
+    fn from(e: ParseError) -> Self {
+        e.0
+    }
+}
+
 /// Why a machine could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum TopoError {

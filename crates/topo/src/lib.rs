@@ -22,7 +22,7 @@ pub mod sysfs;
 
 pub use cpuset::{CpuListError, CpuSet};
 pub use domains::{DomainKind, DomainLevel, flat_domain, node_domains, sched_domains};
-pub use error::TopoError;
+pub use error::{ParseError, TopoError};
 pub use fake::fake_numa;
 pub use presets::{PRESETS, preset};
 pub use resolve::resolve_machine;

@@ -19,10 +19,10 @@ pub struct CpuTimes {
 /// Parses the `cpuN` lines (the aggregate `cpu` line and the other lines are skipped). A line
 /// needs at least the four columns every kernel since 2.4 writes (user nice system idle). The
 /// first malformed `cpuN` line is an error; the daemon uses [`parse_lenient`].
-pub fn parse(text: &str) -> Result<Vec<CpuTimes>, String> {
+pub fn parse(text: &str) -> Result<Vec<CpuTimes>, crate::error::ParseError> {
     let (out, problems) = parse_lenient(text)?;
     match problems.into_iter().next() {
-        Some(p) => Err(p),
+        Some(p) => Err(p.into()),
         None => Ok(out),
     }
 }
@@ -30,27 +30,28 @@ pub fn parse(text: &str) -> Result<Vec<CpuTimes>, String> {
 /// Like [`parse`], but a malformed `cpuN` line is skipped (that CPU is left out of this read,
 /// as an offline one would be) and described in the second value. Only a text without any
 /// good `cpuN` line is an error.
-pub fn parse_lenient(text: &str) -> Result<(Vec<CpuTimes>, Vec<String>), String> {
+pub fn parse_lenient(text: &str) -> Result<(Vec<CpuTimes>, Vec<String>), crate::error::ParseError> {
     let mut out = Vec::new();
     let mut problems = Vec::new();
     for (i, line) in text.lines().enumerate() {
         match parse_line(line, i + 1) {
             Ok(Some(t)) => out.push(t),
             Ok(None) => {}
-            Err(p) => problems.push(p),
+            Err(p) => problems.push(String::from(p)),
         }
     }
     if out.is_empty() {
         return Err(problems
             .into_iter()
             .next()
-            .unwrap_or_else(|| "no `cpuN` line".into()));
+            .unwrap_or_else(|| "no `cpuN` line".into())
+            .into());
     }
     Ok((out, problems))
 }
 
 /// One line: `Some` for a `cpuN` line, `None` for any other line.
-fn parse_line(line: &str, lineno: usize) -> Result<Option<CpuTimes>, String> {
+fn parse_line(line: &str, lineno: usize) -> Result<Option<CpuTimes>, crate::error::ParseError> {
     let Some(rest) = line.strip_prefix("cpu") else {
         return Ok(None);
     };
@@ -64,20 +65,25 @@ fn parse_line(line: &str, lineno: usize) -> Result<Option<CpuTimes>, String> {
         return Ok(None);
     }
     let Ok(cpu) = id.parse::<usize>() else {
-        return Err(format!("line {lineno}: `cpu{id}` is not a CPU number"));
+        return Err(crate::error::ParseError::from(format!(
+            "line {lineno}: `cpu{id}` is not a CPU number"
+        )));
     };
     let vals: Vec<u64> = cols
         .take(8)
         .map(|c| {
-            c.parse::<u64>()
-                .map_err(|_| format!("line {lineno}: `{c}` is not a number of ticks"))
+            c.parse::<u64>().map_err(|_| {
+                crate::error::ParseError::from(format!(
+                    "line {lineno}: `{c}` is not a number of ticks"
+                ))
+            })
         })
         .collect::<Result<_, _>>()?;
     if vals.len() < 4 {
-        return Err(format!(
+        return Err(crate::error::ParseError::from(format!(
             "line {lineno}: cpu{cpu} has {} columns, at least 4 expected (truncated?)",
             vals.len()
-        ));
+        )));
     }
     let iowait = vals.get(4).copied().unwrap_or(0);
     Ok(Some(CpuTimes {

@@ -209,7 +209,7 @@ fn plural(n: usize, thing: &str) -> String {
 
 /// `MemTotal` in bytes from `/proc/meminfo` (`MemTotal: X kB`) or a node's meminfo
 /// (`Node N MemTotal: X kB`, N checked).
-fn memtotal(text: &str, node: Option<usize>) -> Result<u64, String> {
+fn memtotal(text: &str, node: Option<usize>) -> Result<u64, crate::error::ParseError> {
     for line in text.lines() {
         let mut toks = line.split_whitespace();
         match node {
@@ -222,9 +222,9 @@ fn memtotal(text: &str, node: Option<usize>) -> Result<u64, String> {
                     continue;
                 }
                 if n.parse::<usize>() != Ok(id) {
-                    return Err(format!(
+                    return Err(crate::error::ParseError::from(format!(
                         "MemTotal line is for node `{n}`, expected node {id}"
-                    ));
+                    )));
                 }
             }
             None => {
@@ -234,27 +234,27 @@ fn memtotal(text: &str, node: Option<usize>) -> Result<u64, String> {
             }
         }
         let value = toks.next().ok_or("MemTotal line has no value")?;
-        let kb: u64 = value
-            .parse()
-            .map_err(|_| format!("MemTotal `{value}` is not a number of kB"))?;
+        let kb: u64 = value.parse().map_err(|_| {
+            crate::error::ParseError::from(format!("MemTotal `{value}` is not a number of kB"))
+        })?;
         match toks.next() {
             Some("kB") => {}
             other => {
-                return Err(format!(
+                return Err(crate::error::ParseError::from(format!(
                     "MemTotal unit is `{}`, expected `kB`",
                     other.unwrap_or("")
-                ));
+                )));
             }
         }
-        return kb
-            .checked_mul(1024)
-            .ok_or_else(|| format!("MemTotal {kb} kB is too large"));
+        return kb.checked_mul(1024).ok_or_else(|| {
+            crate::error::ParseError::from(format!("MemTotal {kb} kB is too large"))
+        });
     }
-    Err("has no MemTotal line".to_string())
+    Err("has no MemTotal line".into())
 }
 
 /// A sysfs cache size: `32768K`, `1M`, `512` (bytes). `Ok(None)` for 0 (unknown).
-fn parse_size(text: &str) -> Result<Option<u64>, String> {
+fn parse_size(text: &str) -> Result<Option<u64>, crate::error::ParseError> {
     let t = text.trim();
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     let (num, suffix) = t.split_at(digits);
@@ -263,14 +263,18 @@ fn parse_size(text: &str) -> Result<Option<u64>, String> {
         "K" | "k" => 1 << 10,
         "M" | "m" => 1 << 20,
         "G" | "g" => 1 << 30,
-        _ => return Err(format!("`{t}` is not a size (e.g. 32768K)")),
+        _ => {
+            return Err(crate::error::ParseError::from(format!(
+                "`{t}` is not a size (e.g. 32768K)"
+            )));
+        }
     };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{t}` is not a size (e.g. 32768K)"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        crate::error::ParseError::from(format!("`{t}` is not a size (e.g. 32768K)"))
+    })?;
     let bytes = n
         .checked_mul(mult)
-        .ok_or_else(|| format!("`{t}` is too large"))?;
+        .ok_or_else(|| crate::error::ParseError::from(format!("`{t}` is too large")))?;
     Ok((bytes > 0).then_some(bytes))
 }
 

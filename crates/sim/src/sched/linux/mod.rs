@@ -19,6 +19,7 @@
 pub mod imbalance;
 mod lb;
 pub mod numab;
+pub mod pelt;
 mod stats;
 pub mod topology;
 mod wake;

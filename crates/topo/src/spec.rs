@@ -296,21 +296,8 @@ impl MachineSpec {
                 .map(|row| row.iter().map(|&d| local * f64::from(d) / 10.0).collect())
                 .collect());
         };
-        if m.len() != n {
-            return Err(TopoError::impossible(
-                o,
-                "memory.latency_ns",
-                format!("has {} rows, expected {n} (one per node)", m.len()),
-            ));
-        }
+        check_square(o, "memory.latency_ns", m, n)?;
         for (a, row) in m.iter().enumerate() {
-            if row.len() != n {
-                return Err(TopoError::impossible(
-                    o,
-                    format!("memory.latency_ns[{a}]"),
-                    format!("has {} entries, expected {n}", row.len()),
-                ));
-            }
             for (b, &v) in row.iter().enumerate() {
                 positive(o, &format!("memory.latency_ns[{a}][{b}]"), v)?;
             }
@@ -435,11 +422,12 @@ struct Shape {
     mem_bytes: u64,
 }
 
-fn check_distance_matrix(o: &str, m: &[Vec<u32>], n: usize) -> Result<(), TopoError> {
+/// A per-node matrix `key` has `n` rows of `n` entries.
+fn check_square<T>(o: &str, key: &str, m: &[Vec<T>], n: usize) -> Result<(), TopoError> {
     if m.len() != n {
         return Err(TopoError::impossible(
             o,
-            "distance",
+            key,
             format!("has {} rows, expected {n} (one per node)", m.len()),
         ));
     }
@@ -447,11 +435,16 @@ fn check_distance_matrix(o: &str, m: &[Vec<u32>], n: usize) -> Result<(), TopoEr
         if row.len() != n {
             return Err(TopoError::impossible(
                 o,
-                format!("distance[{a}]"),
+                format!("{key}[{a}]"),
                 format!("has {} entries, expected {n}", row.len()),
             ));
         }
     }
+    Ok(())
+}
+
+fn check_distance_matrix(o: &str, m: &[Vec<u32>], n: usize) -> Result<(), TopoError> {
+    check_square(o, "distance", m, n)?;
     for (a, row) in m.iter().enumerate() {
         for (b, &d) in row.iter().enumerate() {
             if a == b && d != LOCAL_DISTANCE {

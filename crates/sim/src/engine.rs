@@ -1,8 +1,15 @@
 //! The discrete-event queue: events ordered by (time, sequence number), so events at the same
 //! nanosecond are handled in the order they were posted and every run is reproducible.
 //!
-//! Events are never removed from the heap; an event that has been superseded carries an old
-//! generation number and is dropped when it comes up (lazy deletion).
+//! Two kinds of events live in two structures:
+//! - *per-CPU timers* (a CPU's next boundary, its next balance tick): at most one of each is
+//!   pending per CPU, so they sit in an indexed heap with one slot per (CPU, kind). Posting
+//!   a new one replaces the pending one in place, and cancelling removes it, so the queue
+//!   never carries superseded events;
+//! - *one-shot events* (wake-ups, workload timers, the scheduler's timer) in a plain heap.
+//!
+//! `pop` takes the earlier of the two heads by (time, sequence). Each event still carries the
+//! generation (`epoch`) it was posted with, which the simulation checks as before.
 
 use crate::time::Ns;
 use std::cmp::Ordering;
@@ -24,16 +31,33 @@ pub enum Event {
     SchedTimer,
 }
 
-#[derive(Debug)]
+impl Event {
+    /// The per-CPU timer slot this event occupies, if it is one.
+    fn slot(self) -> Option<usize> {
+        match self {
+            Event::CpuBoundary { cpu, .. } => Some(2 * cpu as usize),
+            Event::Balance { cpu, .. } => Some(2 * cpu as usize + 1),
+            Event::Wake { .. } | Event::Timer { .. } | Event::SchedTimer => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
 struct Entry {
     time: Ns,
     seq: u64,
     event: Event,
 }
 
+impl Entry {
+    fn key(&self) -> (Ns, u64) {
+        (self.time, self.seq)
+    }
+}
+
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key() == other.key()
     }
 }
 impl Eq for Entry {}
@@ -45,14 +69,122 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap and we want the earliest (time, seq) first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.key().cmp(&self.key())
+    }
+}
+
+/// A binary min-heap of per-CPU timer slots, each slot present at most once; `pos[slot]` is
+/// its index in `heap` (or `NONE`), so a slot's entry is replaced or removed in O(log n).
+#[derive(Debug, Default)]
+struct SlotHeap {
+    heap: Vec<(Entry, usize)>,
+    pos: Vec<usize>,
+}
+
+const NONE: usize = usize::MAX;
+
+impl SlotHeap {
+    fn set(&mut self, slot: usize, e: Entry) {
+        if slot >= self.pos.len() {
+            self.pos.resize(slot + 1, NONE);
+        }
+        let i = self.pos[slot];
+        if i == NONE {
+            self.heap.push((e, slot));
+            let last = self.heap.len() - 1;
+            self.pos[slot] = last;
+            self.sift_up(last);
+        } else {
+            let earlier = e.key() < self.heap[i].0.key();
+            self.heap[i].0 = e;
+            if earlier {
+                self.sift_up(i);
+            } else {
+                self.sift_down(i);
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        let Some(&i) = self.pos.get(slot) else {
+            return;
+        };
+        if i == NONE {
+            return;
+        }
+        self.remove_at(i);
+    }
+
+    fn remove_at(&mut self, i: usize) -> (Entry, usize) {
+        let last = self.heap.len() - 1;
+        self.swap(i, last);
+        let out = self.heap.pop().expect("non-empty");
+        self.pos[out.1] = NONE;
+        if i < self.heap.len() {
+            self.sift_down(i);
+            self.sift_up(i);
+        }
+        out
+    }
+
+    fn peek(&self) -> Option<&Entry> {
+        self.heap.first().map(|(e, _)| e)
+    }
+
+    fn pop(&mut self) -> Option<Entry> {
+        if self.heap.is_empty() {
+            None
+        } else {
+            Some(self.remove_at(0).0)
+        }
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[self.heap[a].1] = a;
+        self.pos[self.heap[b].1] = b;
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        self.heap[a].0.key() < self.heap[b].0.key()
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !self.less(i, parent) {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.less(l, m) {
+                m = l;
+            }
+            if r < n && self.less(r, m) {
+                m = r;
+            }
+            if m == i {
+                break;
+            }
+            self.swap(i, m);
+            i = m;
+        }
     }
 }
 
 /// Pending events.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    timers: SlotHeap,
+    once: BinaryHeap<Entry>,
     seq: u64,
     /// Events popped so far (including stale ones).
     pub popped: u64,
@@ -65,31 +197,57 @@ impl EventQueue {
         Self::default()
     }
 
+    /// Post `event` at `time`. A per-CPU timer replaces the one of its kind pending for
+    /// that CPU.
     pub fn push(&mut self, time: Ns, event: Event) {
         self.seq += 1;
-        self.heap.push(Entry {
+        let e = Entry {
             time,
             seq: self.seq,
             event,
-        });
+        };
+        match event.slot() {
+            Some(slot) => self.timers.set(slot, e),
+            None => self.once.push(e),
+        }
+    }
+
+    /// Drop the pending balance event of `cpu`, if any.
+    pub fn cancel_balance(&mut self, cpu: usize) {
+        self.timers.remove(2 * cpu + 1);
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
-        let e = self.heap.pop()?;
+        let from_timers = match (self.timers.peek(), self.once.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(a), Some(b)) => a.key() < b.key(),
+        };
+        let e = if from_timers {
+            self.timers.pop()
+        } else {
+            self.once.pop()
+        }?;
         self.popped += 1;
         Some((e.time, e.event))
     }
 
     pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|e| e.time)
+        let a = self.timers.peek().map(|e| e.time);
+        let b = self.once.peek().map(|e| e.time);
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.timers.heap.len() + self.once.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -114,5 +272,65 @@ mod tests {
                 (10, Event::Timer { id: 3 }),
             ]
         );
+    }
+
+    #[test]
+    fn a_cpu_timer_replaces_its_pending_one_and_keeps_fifo_with_others() {
+        let mut q = EventQueue::new();
+        q.push(7, Event::CpuBoundary { cpu: 1, epoch: 1 });
+        q.push(5, Event::Wake { task: 9 });
+        q.push(3, Event::Balance { cpu: 1, epoch: 1 });
+        // Re-posted later, then earlier: only the last one stays.
+        q.push(9, Event::CpuBoundary { cpu: 1, epoch: 2 });
+        q.push(5, Event::CpuBoundary { cpu: 1, epoch: 3 });
+        q.push(4, Event::CpuBoundary { cpu: 0, epoch: 1 });
+        q.cancel_balance(1);
+        q.cancel_balance(7); // nothing pending there: no effect
+        assert_eq!(q.len(), 3);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                (4, Event::CpuBoundary { cpu: 0, epoch: 1 }),
+                // Same time: the wake-up was posted first.
+                (5, Event::Wake { task: 9 }),
+                (5, Event::CpuBoundary { cpu: 1, epoch: 3 }),
+            ]
+        );
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn slot_heap_matches_a_sorted_reference() {
+        // Deterministic pseudo-random posts, replacements and cancels over 64 slots against
+        // a reference that keeps the latest entry per slot.
+        let mut q = EventQueue::new();
+        let mut reference: std::collections::BTreeMap<u32, (Ns, u64)> = Default::default();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut seq = 0u64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let cpu = (x % 64) as u32;
+            let time = (x >> 8) % 1000;
+            if x % 7 == 0 {
+                q.cancel_balance(cpu as usize);
+                continue;
+            }
+            seq += 1;
+            q.push(time, Event::CpuBoundary { cpu, epoch: 0 });
+            reference.insert(cpu, (time, seq));
+        }
+        let mut expect: Vec<(Ns, u64, u32)> =
+            reference.iter().map(|(&c, &(t, s))| (t, s, c)).collect();
+        expect.sort_unstable();
+        let got: Vec<u32> = std::iter::from_fn(|| q.pop())
+            .map(|(_, e)| match e {
+                Event::CpuBoundary { cpu, .. } => cpu,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(got, expect.iter().map(|e| e.2).collect::<Vec<_>>());
     }
 }

@@ -208,6 +208,7 @@ impl Kernel {
     pub(super) fn go_idle(&mut self, cpu: CpuId) {
         let rq = &mut self.rqs[cpu];
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+        self.events.cancel_balance(cpu);
         self.set_parked(cpu, true);
         if self.nr_waiting > 0 {
             self.unpark(cpu);

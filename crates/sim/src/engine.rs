@@ -145,38 +145,49 @@ impl SlotHeap {
         self.pos[self.heap[b].1] = b;
     }
 
-    fn less(&self, a: usize, b: usize) -> bool {
-        self.heap[a].0.key() < self.heap[b].0.key()
-    }
-
+    /// Move the entry at `i` towards the root while it is earlier than its parent. Parents
+    /// shift down into the hole; the entry is written once, at its final place.
     fn sift_up(&mut self, mut i: usize) {
+        let moving = self.heap[i];
+        let key = moving.0.key();
         while i > 0 {
             let parent = (i - 1) / 2;
-            if !self.less(i, parent) {
+            if key >= self.heap[parent].0.key() {
                 break;
             }
-            self.swap(i, parent);
+            self.heap[i] = self.heap[parent];
+            self.pos[self.heap[i].1] = i;
             i = parent;
         }
+        self.heap[i] = moving;
+        self.pos[moving.1] = i;
     }
 
+    /// Move the entry at `i` towards the leaves while a child is earlier.
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
+        let moving = self.heap[i];
+        let key = moving.0.key();
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.less(l, m) {
-                m = l;
-            }
-            if r < n && self.less(r, m) {
-                m = r;
-            }
-            if m == i {
+            let l = 2 * i + 1;
+            if l >= n {
                 break;
             }
-            self.swap(i, m);
-            i = m;
+            let r = l + 1;
+            let c = if r < n && self.heap[r].0.key() < self.heap[l].0.key() {
+                r
+            } else {
+                l
+            };
+            if self.heap[c].0.key() >= key {
+                break;
+            }
+            self.heap[i] = self.heap[c];
+            self.pos[self.heap[i].1] = i;
+            i = c;
         }
+        self.heap[i] = moving;
+        self.pos[moving.1] = i;
     }
 }
 

@@ -14,7 +14,7 @@ use crate::program::{OpCost, Pattern};
 use topo::{NodeId, Topology};
 
 /// Latency multipliers per memory node: for accesses from its own CPUs and from other nodes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Contention {
     pub local: Vec<f64>,
     pub remote: Vec<f64>,
@@ -215,26 +215,57 @@ pub fn solve_contention(
     demands: &[&LinearOp],
     start: &Contention,
 ) -> (Contention, u32) {
+    let mut q = start.clone();
+    let iterations = solve_contention_into(topo, demands, &mut q, &mut SolveBuffers::default());
+    (q, iterations)
+}
+
+/// Per node, during a solve: traffic from all CPUs, from remote CPUs, and the derivatives of
+/// each with respect to the local and the remote factor. Kept by the caller between solves so
+/// that a solve does not allocate.
+#[derive(Debug, Default)]
+pub struct SolveBuffers {
+    bw: Vec<f64>,
+    remote_bw: Vec<f64>,
+    d_local: Vec<f64>,
+    d_remote: Vec<f64>,
+}
+
+/// [`solve_contention`] in place: `q` holds the start and receives the solution; returns
+/// the iterations taken.
+pub fn solve_contention_into(
+    topo: &Topology,
+    demands: &[&LinearOp],
+    q: &mut Contention,
+    buf: &mut SolveBuffers,
+) -> u32 {
     let nr = topo.nr_nodes();
     if demands.is_empty() {
-        return (Contention::idle(nr), 0);
+        q.local.clear();
+        q.local.resize(nr, 1.0);
+        q.remote.clear();
+        q.remote.resize(nr, 1.0);
+        return 0;
     }
     let ratio = topo.memory.loaded_latency_ratio;
-    let mut q = start.clone();
     let mut iterations = 0;
-    // Per node: traffic from all CPUs, from remote CPUs, and the derivatives of each with
-    // respect to the local and the remote factor.
-    let mut bw = vec![0.0; nr];
-    let mut remote_bw = vec![0.0; nr];
-    let mut d_local = vec![0.0; nr];
-    let mut d_remote = vec![0.0; nr];
+    let SolveBuffers {
+        bw,
+        remote_bw,
+        d_local,
+        d_remote,
+    } = buf;
+    for v in [&mut *bw, &mut *remote_bw, &mut *d_local, &mut *d_remote] {
+        v.clear();
+        v.resize(nr, 0.0);
+    }
     for _ in 0..100 {
         bw.fill(0.0);
         remote_bw.fill(0.0);
         d_local.fill(0.0);
         d_remote.fill(0.0);
         for d in demands {
-            let ns = d.ns(&q);
+            let ns = d.ns(q);
             if ns <= 0.0 {
                 continue;
             }
@@ -295,7 +326,7 @@ pub fn solve_contention(
             break;
         }
     }
-    (q, iterations)
+    iterations
 }
 
 #[cfg(test)]

@@ -52,8 +52,7 @@ impl Kernel {
                     )
                 }
                 Phase::Memory { ops, op } => {
-                    let regions: Vec<usize> = op.accesses.iter().map(|a| a.region).collect();
-                    self.touch_regions(t, &regions);
+                    self.touch_regions(t, op);
                     (PhaseWork::MemOps, *ops)
                 }
                 Phase::Touch { region } => {
@@ -258,14 +257,14 @@ impl Kernel {
 
     /// First-touch every untouched page group of the given regions of the task's process
     /// from its current node (a `Memory` phase reading memory nobody initialised).
-    fn touch_regions(&mut self, t: TaskId, regions: &[usize]) {
+    fn touch_regions(&mut self, t: TaskId, op: &crate::program::OpCost) {
         let node = self.node_of(self.tasks[t].cpu);
         let pid = self.tasks[t].pid;
         let mut newly = 0;
         for (i, r) in self.procs[pid].regions.iter_mut().enumerate() {
             // A region whose every group is placed has nothing to touch (the common case:
             // a Memory phase repeated over memory already in use).
-            if !regions.contains(&i) || r.allocated_bytes() >= r.bytes.max(1) {
+            if !op.accesses.iter().any(|a| a.region == i) || r.allocated_bytes() >= r.bytes.max(1) {
                 continue;
             }
             for g in 0..r.groups.len() {

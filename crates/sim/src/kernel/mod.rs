@@ -235,6 +235,9 @@ pub struct Kernel {
     /// CPUs of each last-level cache.
     llc_cpus: Vec<Vec<CpuId>>,
     contention_dirty: bool,
+    /// Bit per CPU: may be running memory-bound work (a superset, see `rates.rs`).
+    mem_cpu_hint: Vec<u64>,
+    refresh_scratch: rates::RefreshScratch,
     /// Fingerprint of the demands of the last contention solve.
     contention_fp: u64,
     rng: ChaCha8Rng,
@@ -339,7 +342,8 @@ impl Kernel {
             events.push(l.at, Event::Timer { id: i as u32 });
         }
         let launches_pending = workload.launches.len();
-        let nr_parked = topo.nr_cpus();
+        let nr_cpus = topo.nr_cpus();
+        let nr_parked = nr_cpus;
         let nr_llc = topo.cpus.iter().map(|c| c.llc + 1).max().unwrap_or(0);
         let mut llc_cpus = vec![Vec::new(); nr_llc];
         for c in &topo.cpus {
@@ -376,6 +380,8 @@ impl Kernel {
             nr_parked,
             llc_cpus,
             contention_dirty: false,
+            mem_cpu_hint: vec![0; nr_cpus.div_ceil(64)],
+            refresh_scratch: rates::RefreshScratch::default(),
             contention_fp: 0,
             rng: seeds.stream("workload", 0),
             seq: 0,

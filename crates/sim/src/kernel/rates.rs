@@ -63,7 +63,48 @@ impl Kernel {
         task.user_frac = user_frac;
         if matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
             self.contention_dirty = true;
+            let cpu = task.cpu;
+            self.mem_cpu_hint[cpu / 64] |= 1 << (cpu % 64);
         }
+    }
+
+    /// Whether `cpu` is running memory-bound work (a memory phase or first touch): the tasks
+    /// whose rates depend on contention.
+    fn runs_memory_work(&self, cpu: CpuId) -> bool {
+        self.rqs[cpu].curr.is_some_and(|t| {
+            matches!(
+                self.tasks[t].work,
+                PhaseWork::MemOps | PhaseWork::Touch { .. }
+            )
+        })
+    }
+
+    /// The CPUs running memory-bound work, in CPU order, into `out`. Only CPUs in
+    /// `mem_cpu_hint` can qualify (every task gets its rate, and so its bit, when it starts
+    /// a phase on a CPU); bits of CPUs that no longer qualify are cleared on the way, so the
+    /// walk costs the memory-bound CPUs, not the machine.
+    fn collect_mem_cpus(&mut self, out: &mut Vec<CpuId>) {
+        out.clear();
+        for w in 0..self.mem_cpu_hint.len() {
+            let mut bits = self.mem_cpu_hint[w];
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let cpu = w * 64 + b;
+                if self.runs_memory_work(cpu) {
+                    out.push(cpu);
+                } else {
+                    self.mem_cpu_hint[w] &= !(1 << b);
+                }
+            }
+        }
+        debug_assert_eq!(
+            *out,
+            (0..self.rqs.len())
+                .filter(|&c| self.runs_memory_work(c))
+                .collect::<Vec<_>>(),
+            "mem_cpu_hint missed a CPU running memory work"
+        );
     }
 
     /// Bring `t`'s cost decomposition up to date with its place, cache share and memory;
@@ -248,25 +289,22 @@ impl Kernel {
             return;
         }
         self.contention_dirty = false;
-        let mem_cpus: Vec<CpuId> = (0..self.rqs.len())
-            .filter(|&c| {
-                self.rqs[c].curr.is_some_and(|t| {
-                    matches!(
-                        self.tasks[t].work,
-                        PhaseWork::MemOps | PhaseWork::Touch { .. }
-                    )
-                })
-            })
-            .collect();
-        for &c in &mem_cpus {
+        let mut scratch = std::mem::take(&mut self.refresh_scratch);
+        self.collect_mem_cpus(&mut scratch.mem_cpus);
+        let mem_cpus = &scratch.mem_cpus;
+        for &c in mem_cpus {
             let t = self.rqs[c].curr.unwrap_or_default();
             self.settle(t);
         }
-        let mut op_changed = vec![false; mem_cpus.len()];
+        let op_changed = &mut scratch.op_changed;
+        op_changed.clear();
+        op_changed.resize(mem_cpus.len(), false);
         // Memory-bound tasks running per LLC, and writer counts per process, counted once
         // for all running tasks.
-        let mut sharers = vec![0usize; self.llc_cpus.len()];
-        for &c in &mem_cpus {
+        let sharers = &mut scratch.sharers;
+        sharers.clear();
+        sharers.resize(self.llc_cpus.len(), 0);
+        for &c in mem_cpus {
             if self.rqs[c]
                 .curr
                 .is_some_and(|t| self.tasks[t].work == PhaseWork::MemOps)
@@ -274,7 +312,7 @@ impl Kernel {
                 sharers[self.topo.cpus[c].llc] += 1;
             }
         }
-        let writers = self.running_writer_counts(&mem_cpus);
+        let writers = self.running_writer_counts(mem_cpus);
         for (i, &c) in mem_cpus.iter().enumerate() {
             let t = self.rqs[c].curr.unwrap_or_default();
             if self.tasks[t].work == PhaseWork::MemOps {
@@ -298,14 +336,17 @@ impl Kernel {
             } else {
                 self.contention_fp = fp;
                 self.counters.contention_solves += 1;
-                let (q, iterations) = cost::solve_contention(&self.topo, &demands, &self.q);
+                let q = &mut scratch.q;
+                q.clone_from(&self.q);
+                let iterations =
+                    cost::solve_contention_into(&self.topo, &demands, q, &mut scratch.solve);
                 self.counters.contention_iterations += u64::from(iterations);
                 Some(q)
             }
         };
-        let q_changed = q.as_ref().is_some_and(|q| *q != self.q);
-        if let Some(q) = q {
-            self.q = q;
+        let q_changed = q.as_ref().is_some_and(|q| **q != self.q);
+        if q.is_some() {
+            std::mem::swap(&mut self.q, &mut scratch.q);
         }
         // Unchanged factors and an unchanged cost decomposition leave a task's rate as it is.
         for (i, &c) in mem_cpus.iter().enumerate() {
@@ -315,8 +356,21 @@ impl Kernel {
                 self.post_boundary(c, t);
             }
         }
+        self.refresh_scratch = scratch;
         self.contention_dirty = false;
     }
+}
+
+/// Buffers of [`Kernel::refresh_contention`], kept between calls so that a refresh does not
+/// allocate.
+#[derive(Debug, Default)]
+pub(super) struct RefreshScratch {
+    mem_cpus: Vec<CpuId>,
+    op_changed: Vec<bool>,
+    sharers: Vec<usize>,
+    /// The solve's result before it becomes the kernel's.
+    q: cost::Contention,
+    solve: cost::SolveBuffers,
 }
 
 impl Kernel {

@@ -400,7 +400,7 @@ pub fn machines(m: Option<&str>) -> Result<()> {
         None => {
             for name in topo::presets::PRESETS {
                 let t = topo::presets::preset(name).map_err(|e| anyhow!("{e}"))?;
-                outln!("{name:<12} {}", t.description);
+                outln!("{name:<14} {}", t.description);
             }
         }
         Some(arg) => {

@@ -15,6 +15,10 @@ pub const PRESETS: &[&str] = &[
     "kunpeng96",
     "xeon2s",
     "epyc-nps4",
+    "epyc9004-nps1",
+    "epyc9004-nps4",
+    "spr-snc4",
+    "arm128",
 ];
 
 const SOURCES: &[(&str, &str)] = &[
@@ -33,6 +37,16 @@ const SOURCES: &[(&str, &str)] = &[
         "epyc-nps4",
         include_str!("../../../machines/epyc-nps4.toml"),
     ),
+    (
+        "epyc9004-nps1",
+        include_str!("../../../machines/epyc9004-nps1.toml"),
+    ),
+    (
+        "epyc9004-nps4",
+        include_str!("../../../machines/epyc9004-nps4.toml"),
+    ),
+    ("spr-snc4", include_str!("../../../machines/spr-snc4.toml")),
+    ("arm128", include_str!("../../../machines/arm128.toml")),
 ];
 
 /// The TOML text of a preset, with its source comments.
@@ -71,6 +85,10 @@ mod tests {
             ("kunpeng96", 4, 96, 1, 4, (1, 3, 24)),
             ("xeon2s", 2, 144, 2, 2, (0, 1, 21)),
             ("epyc-nps4", 4, 128, 2, 16, (2, 3, 12)),
+            ("epyc9004-nps1", 2, 384, 2, 24, (0, 1, 32)),
+            ("epyc9004-nps4", 8, 384, 2, 24, (1, 6, 32)),
+            ("spr-snc4", 8, 224, 2, 8, (4, 7, 12)),
+            ("arm128", 1, 128, 1, 1, (0, 0, 10)),
         ];
         assert_eq!(PRESETS.len(), expect.len());
         for (name, nodes, cpus, smt, llcs, (a, b, d)) in expect {
@@ -108,6 +126,29 @@ mod tests {
         let e = preset("epyc-nps4").unwrap();
         assert_eq!(e.llc_cpus(0).to_list_string(), "0-7");
         assert_eq!(e.latency_ns[0][1], 125.0);
+        // Genoa NPS4: 3 CCDs per quadrant, a socket of 4 quadrants, two sockets.
+        let g = preset("epyc9004-nps4").unwrap();
+        assert_eq!(g.llc_cpus(0).to_list_string(), "0-15");
+        assert_eq!(g.cpu_model.llc_bytes, 32 << 20);
+        assert_eq!(g.nodes_by_distance(5), vec![5, 4, 6, 7, 0, 1, 2, 3]);
+        assert_eq!((g.latency_ns[0][3], g.latency_ns[3][4]), (111.0, 187.0));
+        // Genoa NPS1 is the same machine: the node is the socket, its latency the quadrant
+        // average (to the rounding of the derivation).
+        let g1 = preset("epyc9004-nps1").unwrap();
+        assert_eq!(g1.node_cpus(1).count(), 4 * g.node_cpus(4).count());
+        let quadrants = (g.latency_ns[0][0] + 3.0 * g.latency_ns[0][1]) / 4.0;
+        assert_eq!(g1.latency_ns[0][0], quadrants.round());
+        assert_eq!(g1.latency_ns[0][1], g.latency_ns[0][4]);
+        // SPR SNC4: one LLC per node (a quarter of 105 MB), latency by tile position.
+        let s = preset("spr-snc4").unwrap();
+        assert_eq!(s.llc_cpus(30).to_list_string(), "28-55");
+        assert_eq!(s.cpu_model.llc_bytes, 105 << 18);
+        assert_eq!((s.latency_ns[1][2], s.latency_ns[6][5]), (120.0, 120.0));
+        assert_eq!(s.distance(2, 6), 21);
+        // arm128: the no-NUMA baseline, one node and one LLC.
+        let a = preset("arm128").unwrap();
+        assert_eq!((a.nr_nodes(), a.llc_cpus(77).count()), (1, 128));
+        assert_eq!(a.latency_ns, vec![vec![100.0]]);
     }
 
     #[test]
@@ -116,7 +157,7 @@ mod tests {
         assert_eq!(
             e,
             "unknown preset `azusa` (valid presets: azusa16, tx7-8, wildfire8, kunpeng96, xeon2s, \
-             epyc-nps4)"
+             epyc-nps4, epyc9004-nps1, epyc9004-nps4, spr-snc4, arm128)"
         );
         assert!(preset_source("nope").is_none());
     }

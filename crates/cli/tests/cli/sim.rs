@@ -354,7 +354,7 @@ fn impossible_memory_requests_are_refused() {
 // ---- listings and workloads ---------------------------------------------------------------
 
 #[test]
-fn machines_lists_the_six_presets() {
+fn machines_lists_the_presets() {
     let out = ok(&["machines"]);
     let names: Vec<&str> = out
         .lines()
@@ -368,7 +368,11 @@ fn machines_lists_the_six_presets() {
             "wildfire8",
             "kunpeng96",
             "xeon2s",
-            "epyc-nps4"
+            "epyc-nps4",
+            "epyc9004-nps1",
+            "epyc9004-nps4",
+            "spr-snc4",
+            "arm128"
         ],
         "{out}"
     );

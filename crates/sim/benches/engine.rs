@@ -1,60 +1,140 @@
 //! Simulator speed: `cargo bench -p homenode-sim --bench engine`.
 //!
-//! Runs numa_test N=64 on azusa16 (with the hackbench peak) single-threaded several times per
-//! scheduler and prints the median handled events per second and wall time per run. The
-//! headline comparison's wall time is measured by `homenode sim --stats`.
+//! Two parts, each run single-threaded in this process and timed in the process's own CPU
+//! seconds (user + system, `getrusage`), so a loaded machine slows the wall clock but not
+//! the figures much:
+//!
+//! 1. **Per event**: numa_test N=64 on azusa16 (with the hackbench peak) for o1,
+//!    node-affine-static and linux; median over `ENGINE_BENCH_REPS` runs (default 5) of the
+//!    handled events per CPU second and the CPU seconds per run.
+//! 2. **Scaling**: numa_test with 8 tasks per CPU, no hackbench, on synthetic machines of 16
+//!    nodes (`nodes=16,cpus-per-node=C`) from 64 CPUs up to `ENGINE_BENCH_MAX_CPUS` (default
+//!    256; 1024 takes hours today), for o1 and linux: CPU seconds per simulated second, the
+//!    growth per doubling of the machine, and the process's peak resident memory after the
+//!    run. `ENGINE_BENCH_PASSES` (default 20) sets numa_test's passes, so the simulated time.
+//!
+//! `ENGINE_BENCH_PART=1` or `=2` runs one part only.
 
 use sim::numa_test::{run_one, run_seed};
 use sim::sched::SchedSpec;
 use sim::workload::NumaTestParams;
 use std::sync::Arc;
-use std::time::Instant;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn main() {
-    let reps: usize = std::env::var("ENGINE_BENCH_REPS")
+fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
+    std::env::var(key)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(default)
+}
+
+/// CPU seconds this process has used (user + system), and its peak resident memory, MiB.
+fn process_cost() -> (f64, f64) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let u = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    (
+        tv(u.user_time()) + tv(u.system_time()),
+        u.max_rss() as f64 / 1024.0,
+    )
+}
+
+/// Run `f` and return its result with the CPU seconds it took.
+fn cpu_timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let before = process_cost().0;
+    let out = f();
+    (out, process_cost().0 - before)
+}
+
+fn per_event(reps: usize) {
     let topo = Arc::new(topo::resolve_machine("azusa16").expect("preset"));
-    println!("numa_test N=64 on azusa16, one thread, median of {reps} runs");
-    for name in [
-        "o1",
-        "node-affine-static",
-        "node-affine-dynamic",
-        "linux:numa_balancing=off",
-        "linux",
-    ] {
+    println!("part 1: numa_test N=64 on azusa16, one thread, median of {reps} runs");
+    for name in ["o1", "node-affine-static", "linux"] {
         let spec = SchedSpec::parse(name).expect("spec");
         let params = NumaTestParams {
             tasks: 64,
             ..Default::default()
         };
         let mut rates = Vec::new();
-        let mut walls = Vec::new();
+        let mut cpus = Vec::new();
         let mut last = None;
         for rep in 0..reps {
-            let t0 = Instant::now();
-            let r = run_one(&topo, &spec, &params, run_seed(1, 64, rep as u32)).expect("run");
-            let wall = t0.elapsed().as_secs_f64();
-            rates.push(r.events as f64 / wall);
-            walls.push(wall);
+            let (r, cpu) = cpu_timed(|| {
+                run_one(&topo, &spec, &params, run_seed(1, 64, rep as u32)).expect("run")
+            });
+            rates.push(r.events as f64 / cpu.max(1e-9));
+            cpus.push(cpu);
             last = Some(r);
         }
         let r = last.expect("at least one run");
         println!(
-            "{name:<26} {:>6.2} M events/s  {:>6.3} s/run  ({} events, {} stale, {} contention solves of {:.1} iterations, {} context switches)",
+            "  {name:<20} {:>6.2} M events per CPU s  {:>6.3} CPU s/run  ({} events, {} stale, {} contention solves of {:.1} iterations, {} context switches)",
             median(rates) / 1e6,
-            median(walls),
+            median(cpus),
             r.events,
             r.stale_events,
             r.counters.contention_solves,
             r.counters.contention_iterations as f64 / r.counters.contention_solves.max(1) as f64,
             r.counters.context_switches
+        );
+    }
+}
+
+fn scaling(max_cpus: usize, passes: u32) {
+    println!(
+        "part 2: numa_test, 8 tasks per CPU, no hackbench, {passes} passes, nodes=16, one run each"
+    );
+    println!(
+        "  {:<8} {:>6} {:>10} {:>12} {:>14} {:>10} {:>10}",
+        "sched", "CPUs", "events", "simulated s", "CPU s per sim s", "growth", "peak MiB"
+    );
+    for name in ["o1", "linux"] {
+        let spec = SchedSpec::parse(name).expect("spec");
+        let mut prev: Option<f64> = None;
+        let mut cpus_per_node = 4;
+        while 16 * cpus_per_node <= max_cpus {
+            let machine = format!("nodes=16,cpus-per-node={cpus_per_node}");
+            let topo = Arc::new(topo::resolve_machine(&machine).expect("synthetic"));
+            let tasks = 8 * topo.nr_cpus() as u32;
+            let params = NumaTestParams {
+                tasks,
+                passes,
+                disturb: false,
+                ..Default::default()
+            };
+            let (r, cpu) =
+                cpu_timed(|| run_one(&topo, &spec, &params, run_seed(1, tasks, 0)).expect("run"));
+            let sim_s = r.end_ns as f64 / 1e9;
+            let per_sim_s = cpu / sim_s.max(1e-9);
+            let growth = prev.map_or(String::new(), |p| format!("{:.2}x", per_sim_s / p));
+            println!(
+                "  {name:<8} {:>6} {:>10} {:>12.1} {:>14.4} {:>10} {:>10.0}",
+                topo.nr_cpus(),
+                r.events,
+                sim_s,
+                per_sim_s,
+                growth,
+                process_cost().1
+            );
+            prev = Some(per_sim_s);
+            cpus_per_node *= 2;
+        }
+    }
+}
+
+fn main() {
+    let part: u32 = env_or("ENGINE_BENCH_PART", 0);
+    if part != 2 {
+        per_event(env_or("ENGINE_BENCH_REPS", 5));
+    }
+    if part != 1 {
+        scaling(
+            env_or("ENGINE_BENCH_MAX_CPUS", 256),
+            env_or("ENGINE_BENCH_PASSES", 20),
         );
     }
 }

@@ -115,8 +115,9 @@ pub struct Access {
     pub bytes: f64,
     /// The access writes (the line is written back later: twice the traffic).
     pub write: bool,
-    /// Fraction of these accesses that find the line last written by another running thread
-    /// of the same process (0 for private data). Such accesses pay a cache-line transfer.
+    /// Fraction of these accesses that go to a cache line shared with other running threads
+    /// of the same process (0 for private data). How many of them pay a cache-line transfer,
+    /// and how long they stall, follows the coherence model (`kernel::cost::line_stalls`).
     pub contended: f64,
 }
 

@@ -335,6 +335,37 @@ pub fn line_stalls(topo: &Topology, parties: &[LineParty]) -> Vec<f64> {
         .collect()
 }
 
+/// Coherence stall per `contended` access when the region holds many shared lines (it is
+/// larger than one line): which lines, and so how often each one is touched, is not known, so
+/// a contended access is one that finds its line last written by another running thread, as
+/// the workloads declare it. Each misses: a reader pays the transfer from the writers' nodes
+/// (mean weighted by their access rates), a writer the part its store buffer does not cover;
+/// nothing while no other writer runs. No line is assumed saturated.
+pub fn scattered_stalls(topo: &Topology, parties: &[LineParty]) -> Vec<f64> {
+    parties
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (mut rate, mut x) = (0.0, 0.0);
+            for (j, q) in parties.iter().enumerate() {
+                let others = f64::from(q.members) - if i == j { 1.0 } else { 0.0 };
+                if !q.writes || others <= 0.0 || q.interval_ns <= 0.0 {
+                    continue;
+                }
+                rate += others / q.interval_ns;
+                x += others / q.interval_ns * line_transfer_ns(topo, p.node, q.node);
+            }
+            if p.members == 0 || rate <= 0.0 {
+                0.0
+            } else if p.writes {
+                (x / rate - p.cover_ns).max(0.0)
+            } else {
+                x / rate
+            }
+        })
+        .collect()
+}
+
 /// Cache-line transfer cost between a CPU on `a` and one on `b`.
 pub fn line_transfer_ns(topo: &Topology, a: NodeId, b: NodeId) -> f64 {
     let m = &topo.memory;
@@ -607,6 +638,26 @@ mod tests {
         let t = machine();
         let s = line_stalls(&t, &[party(0, true, 2, 1.0)]);
         assert!((s[0] - 83.5 / 30.5).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn scattered_lines_miss_once_per_contended_access_when_another_writer_runs() {
+        let t = machine();
+        let x = t.memory.line_transfer_local_ns;
+        let mut w = party(0, true, 2, 1000.0);
+        let r = party(0, false, 3, 1.0);
+        // Readers pay a transfer, writers too (the other writer wrote the line).
+        assert_eq!(scattered_stalls(&t, &[w.clone(), r.clone()]), vec![x, x]);
+        w.cover_ns = 20.0;
+        assert_eq!(
+            scattered_stalls(&t, &[w.clone(), r.clone()]),
+            vec![x - 20.0, x]
+        );
+        // A lone writer: nothing to fetch; readers of another node pay the remote transfer.
+        w.members = 1;
+        let far = party(1, false, 1, 1.0);
+        let s = scattered_stalls(&t, &[w, far]);
+        assert_eq!(s, vec![0.0, t.memory.line_transfer_remote_ns]);
     }
 
     #[test]

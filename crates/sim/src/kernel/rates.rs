@@ -17,6 +17,9 @@ pub(super) type WriterCounts = Vec<LineSharers>;
 /// The parties of one region's shared line: `parties[2 * node + writes]`.
 #[derive(Clone, Debug, Default)]
 pub(super) struct LineSharers {
+    /// The region is one cache line ([`cost::line_stalls`]); else it holds many shared lines
+    /// ([`cost::scattered_stalls`]).
+    one_line: bool,
     parties: Vec<cost::LineParty>,
     /// Sums over a party's members of 1 / interval and of store-buffer cover.
     rate_sum: Vec<f64>,
@@ -26,7 +29,7 @@ pub(super) struct LineSharers {
 }
 
 impl LineSharers {
-    fn new(nr_nodes: usize) -> Self {
+    fn new(nr_nodes: usize, one_line: bool) -> Self {
         let parties = (0..2 * nr_nodes)
             .map(|i| cost::LineParty {
                 node: i / 2,
@@ -37,6 +40,7 @@ impl LineSharers {
             })
             .collect();
         LineSharers {
+            one_line,
             parties,
             rate_sum: vec![0.0; 2 * nr_nodes],
             cover_sum: vec![0.0; 2 * nr_nodes],
@@ -64,10 +68,12 @@ impl LineSharers {
                 p.cover_ns = self.cover_sum[i] / n;
             }
         }
-        self.stall_ns = if self.parties.iter().any(|p| p.members > 0) {
+        self.stall_ns = if !self.parties.iter().any(|p| p.members > 0) {
+            vec![0.0; self.parties.len()]
+        } else if self.one_line {
             cost::line_stalls(topo, &self.parties)
         } else {
-            vec![0.0; self.parties.len()]
+            cost::scattered_stalls(topo, &self.parties)
         };
     }
 
@@ -288,7 +294,12 @@ impl Kernel {
     }
 
     fn no_writers(&self, pid: usize) -> WriterCounts {
-        vec![LineSharers::new(self.topo.nr_nodes()); self.procs[pid].regions.len()]
+        let line = self.topo.cpu_model.line_bytes;
+        self.procs[pid]
+            .regions
+            .iter()
+            .map(|r| LineSharers::new(self.topo.nr_nodes(), r.bytes <= line))
+            .collect()
     }
 
     /// Counts task `o` in the parties of every region whose shared lines it reaches now.

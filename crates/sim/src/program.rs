@@ -115,8 +115,11 @@ pub struct Access {
     pub bytes: f64,
     /// The access writes (the line is written back later: twice the traffic).
     pub write: bool,
-    /// Fraction of these accesses that find the line last written by another running thread
-    /// of the same process (0 for private data). Such accesses pay a cache-line transfer.
+    /// Fraction of these accesses that go to cache lines shared with other running threads
+    /// of the same process (0 for private data). What they cost follows the coherence model:
+    /// for a region of one line `kernel::cost::line_stalls`; in a larger region they are the
+    /// accesses that find their line last written by another running thread
+    /// (`kernel::cost::scattered_stalls`).
     pub contended: f64,
 }
 

@@ -68,6 +68,10 @@ pub struct CpuModel {
     pub llc_bytes: u64,
     /// Cache line size, bytes.
     pub line_bytes: u64,
+    /// Stores a CPU can hold retired but not yet written to its cache (store buffer / store
+    /// queue entries): how long it runs on while waiting for ownership of a line it writes.
+    /// 0 when not known (no credit).
+    pub store_buffer: u32,
 }
 
 /// Memory-system facts used by the cost model.

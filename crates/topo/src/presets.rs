@@ -122,6 +122,12 @@ mod tests {
         assert_eq!(k.nodes_by_distance(1), vec![1, 0, 2, 3]);
         let w = preset("wildfire8").unwrap();
         assert_eq!(w.latency_ns[0][1] / w.latency_ns[0][0], 3.0);
+        assert_eq!(w.cpu_model.store_buffer, 32);
+        let tx7 = preset("tx7-8").unwrap();
+        assert_eq!(
+            (tx7.latency_ns[0][0], tx7.cpu_model.line_bytes),
+            (175.0, 128)
+        );
         assert_eq!(w.memory.page_bytes, 8192);
         let e = preset("epyc-nps4").unwrap();
         assert_eq!(e.llc_cpus(0).to_list_string(), "0-7");

@@ -81,6 +81,9 @@ pub struct CpuSpec {
     pub llc_kib: u64,
     #[serde(default = "line_default")]
     pub line_bytes: u64,
+    /// Store buffer (store queue) entries per CPU; 0 (the default) gives writers no credit.
+    #[serde(default)]
+    pub store_buffer: u32,
 }
 
 /// `[memory]` table.
@@ -328,6 +331,7 @@ impl MachineSpec {
             mlp: c.mlp,
             llc_bytes,
             line_bytes: c.line_bytes,
+            store_buffer: c.store_buffer,
         })
     }
 
@@ -564,6 +568,9 @@ fault_overhead_ns = 1000
         assert_eq!(t.distance, vec![vec![10, 20], vec![20, 10]]);
         assert_eq!(t.latency_ns, vec![vec![100.0, 200.0], vec![200.0, 100.0]]);
         assert_eq!(t.cpu_model.line_bytes, 64);
+        assert_eq!(t.cpu_model.store_buffer, 0);
+        let sb = parse(&MINIMAL.replace("llc_kib = 1024", "llc_kib = 1024\nstore_buffer = 56"));
+        assert_eq!(sb.unwrap().cpu_model.store_buffer, 56);
         assert_eq!(t.memory.page_bytes, 4096);
         assert_eq!(t.nodes[1].mem_bytes, 1 << 30);
         assert_eq!(t.node_cpus(1).to_list_string(), "2-3");

@@ -130,6 +130,7 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
             mlp: base.cpu.mlp,
             llc_kib: llc_kib as u64,
             line_bytes: base.cpu.line_bytes,
+            store_buffer: base.cpu.store_buffer,
         },
         memory,
         node_overrides: Vec::new(),

@@ -85,9 +85,12 @@ pub fn numa_balancing(t: &Topology) -> String {
     );
     let _ = writeln!(
         s,
-        "- *Shared lines*: a cache line written on one CPU and read on another costs {:.0} ns \
-         to move within a node and {:.0} ns across nodes (docs/MODEL.md).",
-        m.line_transfer_local_ns, m.line_transfer_remote_ns
+        "- *Shared lines*: a shared cache line moves between CPUs in {:.0} ns within a node \
+         and {:.0} ns across nodes; a thread pays a move only when another thread wrote the \
+         line since it last had it (a writer: touched it), keeps it for a run of accesses, \
+         and a writer runs on while its {}-entry store buffer holds its stores (docs/MODEL.md \
+         §4).",
+        m.line_transfer_local_ns, m.line_transfer_remote_ns, cpu.store_buffer
     );
     s
 }

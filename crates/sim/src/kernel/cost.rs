@@ -6,8 +6,9 @@
 //! the idle latency for that (CPU node, memory node) pair, raised by a contention factor of the
 //! memory node that grows with its bandwidth use. Bandwidth use in turn depends on how fast
 //! every running task goes, so the factors are found by a damped fixed-point iteration.
-//! Written shared lines that another thread of the process wrote last cost a cache-line
-//! transfer (docs/MODEL.md gives every parameter and its source).
+//! Accesses to a cache line shared with other running threads of the process pay coherence
+//! stalls as the invalidation protocol moves the line between them ([`line_stalls`];
+//! docs/MODEL.md gives every parameter and its source).
 
 use crate::memory::Region;
 use crate::program::{OpCost, Pattern};
@@ -103,8 +104,9 @@ impl LinearOp {
 }
 
 /// Decompose the cost of `op` for a task on `cpu_node` whose process has `regions`, with
-/// `cache_share` bytes of last-level cache to itself and `xfer_ns[i]` the cache-line transfer
-/// cost for access `i` (0 when no other writer of that region runs).
+/// `cache_share` bytes of last-level cache to itself and `xfer_ns[i]` the coherence stall per
+/// shared-line access of access `i` ([`line_stalls`]; 0 when nothing conflicts with it), paid
+/// by the `contended` fraction of the accesses.
 pub fn linear_op(
     topo: &Topology,
     op: &OpCost,
@@ -178,6 +180,190 @@ fn random_footprint(op: &OpCost, regions: &[Region]) -> f64 {
         }
     }
     total
+}
+
+/// Time of one operation of `op` on a CPU of `node` with no coherence stall, ns: core cycles
+/// plus the lines it misses with the whole LLC to itself at the idle local latency, over MLP.
+/// A cheap, placement-independent estimate of how often a thread reaches for a shared line
+/// when it never waits for it (the coherence model's free-running access interval).
+pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId) -> f64 {
+    let line = topo.cpu_model.line_bytes as f64;
+    let footprint = random_footprint(op, regions);
+    let hit = if footprint > 0.0 {
+        (topo.cpu_model.llc_bytes as f64 / footprint).min(1.0)
+    } else {
+        1.0
+    };
+    let lines: f64 = op
+        .accesses
+        .iter()
+        .map(|a| match a.pattern {
+            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil(),
+            Pattern::Stream => a.bytes / line,
+        })
+        .sum();
+    op.cycles * topo.ns_per_cycle()
+        + lines * topo.latency_ns(node, node) / topo.cpu_model.mlp.max(1e-3)
+}
+
+/// The running threads on one node that reach a shared cache line in the same way (all write
+/// it, or all only read it): one party of the coherence model ([`line_stalls`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineParty {
+    pub node: NodeId,
+    pub writes: bool,
+    /// Threads in the party.
+    pub members: u32,
+    /// Time between two accesses of one member to the line when it never waits for it, ns.
+    pub interval_ns: f64,
+    /// How long a member runs on after a store to a line it does not own before its store
+    /// buffer is full, ns (writers; 0 for readers).
+    pub cover_ns: f64,
+}
+
+/// Expected coherence stall per access to a shared line, ns, for a member of each party
+/// (MESI/MOESI invalidation protocol; docs/MODEL.md §4 gives the derivation and sources).
+///
+/// A member holds the line from the moment it arrives until a conflicting access by another
+/// thread takes it away (for a reader: a write; for a writer: any access). Meanwhile its own
+/// accesses hit. The line stays for the `window` = time to the next conflicting foreign access
+/// (`1 / phi`, `phi` the foreign conflicting accesses per ns) plus the request and snoop legs
+/// of that thread's transfer (half a transfer), so one epoch holds `A = 1 + window /
+/// interval` accesses and costs one stall: the transfer back (`X`, the mean over the
+/// conflicting threads' nodes of [`line_transfer_ns`]) plus the wait `w` for the line; a
+/// writer's store buffer hides `cover_ns` of it. Stall per access = stall per epoch / `A`.
+/// The line carries one transfer at a time: when the epochs would keep it in transit more than
+/// all of the time (`busy > 1`), every request also waits `w`, chosen so that `busy = 1` (the
+/// same cap as the memory bandwidth model's `max(1, rho)`). Several readers fetch the line in
+/// the same epoch after a write, so readers' epochs count at most once per writer epoch.
+pub fn line_stalls(topo: &Topology, parties: &[LineParty]) -> Vec<f64> {
+    struct Epoch {
+        writes: bool,
+        members: f64,
+        x: f64,
+        accesses: f64,
+        interval: f64,
+        cover: f64,
+    }
+    let conflicts = |i: usize, j: usize| parties[i].writes || parties[j].writes;
+    let epochs: Vec<Option<Epoch>> = (0..parties.len())
+        .map(|i| {
+            let p = &parties[i];
+            if p.members == 0 || p.interval_ns <= 0.0 {
+                return None;
+            }
+            let (mut phi, mut x) = (0.0, 0.0);
+            for (j, q) in parties.iter().enumerate() {
+                let others = f64::from(q.members) - if i == j { 1.0 } else { 0.0 };
+                if others <= 0.0 || q.interval_ns <= 0.0 || !conflicts(i, j) {
+                    continue;
+                }
+                let rate = others / q.interval_ns;
+                phi += rate;
+                x += rate * line_transfer_ns(topo, p.node, q.node);
+            }
+            if phi <= 0.0 {
+                return None;
+            }
+            let x = x / phi;
+            let window = 1.0 / phi + x / 2.0;
+            Some(Epoch {
+                writes: p.writes,
+                members: f64::from(p.members),
+                x,
+                accesses: 1.0 + window / p.interval_ns,
+                interval: p.interval_ns,
+                cover: if p.writes { p.cover_ns.max(0.0) } else { 0.0 },
+            })
+        })
+        .collect();
+    let stall = |e: &Epoch, w: f64| {
+        if e.writes {
+            (e.x + w - e.cover).max(0.0)
+        } else {
+            e.x + w
+        }
+    };
+    // Fraction of the time the line is in transit with waits `w`.
+    let busy = |w: f64| {
+        let (mut writer_rate, mut writer_busy, mut reader_rate, mut reader_busy) =
+            (0.0, 0.0, 0.0, 0.0);
+        for e in epochs.iter().flatten() {
+            let rate = e.members / (e.accesses * e.interval + stall(e, w));
+            if e.writes {
+                writer_rate += rate;
+                writer_busy += rate * e.x;
+            } else {
+                reader_rate += rate;
+                reader_busy += rate * e.x;
+            }
+        }
+        let readers = if reader_rate > 0.0 {
+            reader_busy / reader_rate * reader_rate.min(writer_rate)
+        } else {
+            0.0
+        };
+        writer_busy + readers
+    };
+    let mut w = 0.0;
+    if busy(0.0) > 1.0 {
+        let mut hi = epochs
+            .iter()
+            .flatten()
+            .map(|e| e.x + e.cover)
+            .fold(1.0, f64::max);
+        for _ in 0..64 {
+            if busy(hi) <= 1.0 {
+                break;
+            }
+            hi *= 2.0;
+        }
+        let mut lo = 0.0;
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if busy(mid) > 1.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        w = hi;
+    }
+    epochs
+        .iter()
+        .map(|e| e.as_ref().map_or(0.0, |e| stall(e, w) / e.accesses))
+        .collect()
+}
+
+/// Coherence stall per `contended` access when the region holds many shared lines (it is
+/// larger than one line): which lines, and so how often each one is touched, is not known, so
+/// a contended access is one that finds its line last written by another running thread, as
+/// the workloads declare it. Each misses: a reader pays the transfer from the writers' nodes
+/// (mean weighted by their access rates), a writer the part its store buffer does not cover;
+/// nothing while no other writer runs. No line is assumed saturated.
+pub fn scattered_stalls(topo: &Topology, parties: &[LineParty]) -> Vec<f64> {
+    parties
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (mut rate, mut x) = (0.0, 0.0);
+            for (j, q) in parties.iter().enumerate() {
+                let others = f64::from(q.members) - if i == j { 1.0 } else { 0.0 };
+                if !q.writes || others <= 0.0 || q.interval_ns <= 0.0 {
+                    continue;
+                }
+                rate += others / q.interval_ns;
+                x += others / q.interval_ns * line_transfer_ns(topo, p.node, q.node);
+            }
+            if p.members == 0 || rate <= 0.0 {
+                0.0
+            } else if p.writes {
+                (x / rate - p.cover_ns).max(0.0)
+            } else {
+                x / rate
+            }
+        })
+        .collect()
 }
 
 /// Cache-line transfer cost between a CPU on `a` and one on `b`.
@@ -408,6 +594,124 @@ mod tests {
         let delivered = 4.0 * p.bytes[0] / p.ns;
         assert!(delivered <= t.nodes[0].bandwidth_gbps * 1.01, "{delivered}");
         assert_eq!(q1.local[1], 1.0);
+    }
+
+    fn party(node: NodeId, writes: bool, members: u32, interval_ns: f64) -> LineParty {
+        LineParty {
+            node,
+            writes,
+            members,
+            interval_ns,
+            cover_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_lone_writer_and_readers_alone_pay_nothing() {
+        let t = machine();
+        assert_eq!(line_stalls(&t, &[party(0, true, 1, 1.0)]), vec![0.0]);
+        let readers = [party(0, false, 3, 1.0), party(1, false, 2, 1.0)];
+        assert_eq!(line_stalls(&t, &readers), vec![0.0, 0.0]);
+        // An empty party is no sharer.
+        let s = line_stalls(&t, &[party(0, true, 1, 1.0), party(1, false, 0, 1.0)]);
+        assert_eq!(s, vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_reader_pays_at_most_one_transfer_per_foreign_write() {
+        // A writer every 1000 ns, a reader every 1 ns, one node: the line comes back to the
+        // reader once per write and then serves ~1000 reads. Known answer: window 1000 ns
+        // (time to the next write) + 28.5 ns (half of the 57 ns transfer), 1029.5 reads per
+        // transfer; the writer finds the line read after every write (1.0295 writes per
+        // transfer). The line is in transit ~10% of the time: no waiting.
+        let t = machine();
+        let x = t.memory.line_transfer_local_ns;
+        assert_eq!(x, 57.0);
+        let s = line_stalls(&t, &[party(0, true, 1, 1000.0), party(0, false, 1, 1.0)]);
+        assert!((s[1] - 57.0 / 1029.5).abs() < 1e-12, "{s:?}");
+        assert!((s[0] - 57.0 / 1.0295).abs() < 1e-9, "{s:?}");
+        let transfers_per_read = s[1] / x;
+        assert!(transfers_per_read < 1.0 / 1000.0);
+    }
+
+    #[test]
+    fn a_reader_writer_pair_pays_fewer_transfers_than_accesses() {
+        let t = machine();
+        let x = t.memory.line_transfer_local_ns;
+        let s = line_stalls(&t, &[party(0, true, 1, 1.0), party(0, false, 1, 1.0)]);
+        for stall in s {
+            assert!(stall > 0.0 && stall < x / 10.0, "{stall}");
+        }
+    }
+
+    #[test]
+    fn a_store_buffer_hides_the_writers_ownership_requests() {
+        let t = machine();
+        let mut w = party(0, true, 1, 1000.0);
+        let r = party(0, false, 1, 1.0);
+        let bare = line_stalls(&t, &[w.clone(), r.clone()]);
+        w.cover_ns = 30.0;
+        let part = line_stalls(&t, &[w.clone(), r.clone()]);
+        assert!((part[0] - (57.0 - 30.0) / 1.0295).abs() < 1e-9, "{part:?}");
+        w.cover_ns = 100.0;
+        let hidden = line_stalls(&t, &[w, r]);
+        assert_eq!(hidden[0], 0.0);
+        // Readers are not helped by the writer's store buffer.
+        assert_eq!(hidden[1], bare[1]);
+    }
+
+    #[test]
+    fn a_saturated_line_makes_requests_wait() {
+        // Two writers storing every 1 ns, no store buffer: alone each would hold the line
+        // for 1 + 28.5 ns and transfer it in 57 ns, 2 x 57 / 87.5 = 130% of the time: more
+        // than the line can carry. Each request then waits w with 2 x 57 / (87.5 + w) = 1,
+        // w = 26.5 ns, and a write costs (57 + 26.5) / 30.5 ns.
+        let t = machine();
+        let s = line_stalls(&t, &[party(0, true, 2, 1.0)]);
+        assert!((s[0] - 83.5 / 30.5).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn scattered_lines_miss_once_per_contended_access_when_another_writer_runs() {
+        let t = machine();
+        let x = t.memory.line_transfer_local_ns;
+        let mut w = party(0, true, 2, 1000.0);
+        let r = party(0, false, 3, 1.0);
+        // Readers pay a transfer, writers too (the other writer wrote the line).
+        assert_eq!(scattered_stalls(&t, &[w.clone(), r.clone()]), vec![x, x]);
+        w.cover_ns = 20.0;
+        assert_eq!(
+            scattered_stalls(&t, &[w.clone(), r.clone()]),
+            vec![x - 20.0, x]
+        );
+        // A lone writer: nothing to fetch; readers of another node pay the remote transfer.
+        w.members = 1;
+        let far = party(1, false, 1, 1.0);
+        let s = scattered_stalls(&t, &[w, far]);
+        assert_eq!(s, vec![0.0, t.memory.line_transfer_remote_ns]);
+    }
+
+    #[test]
+    fn remote_sharers_pay_more_per_transfer() {
+        let t = machine();
+        let local = line_stalls(&t, &[party(0, true, 1, 1000.0), party(0, false, 1, 1.0)]);
+        let remote = line_stalls(&t, &[party(0, true, 1, 1000.0), party(1, false, 1, 1.0)]);
+        assert!(remote[1] > local[1] && remote[0] > local[0]);
+        assert_eq!(line_transfer_ns(&t, 0, 1), t.memory.line_transfer_remote_ns);
+    }
+
+    #[test]
+    fn free_op_time_is_cycles_plus_misses() {
+        let t = machine();
+        let small = [region_on(&t, 0, 64)];
+        let op = OpCost::random_write(2.0);
+        assert_eq!(free_op_ns(&t, &op, &small, 0), 2.0 * t.ns_per_cycle());
+        let big = [region_on(&t, 0, 1 << 34)];
+        let miss = free_op_ns(&t, &op, &big, 0) - 2.0 * t.ns_per_cycle();
+        let expect = (1.0 - t.cpu_model.llc_bytes as f64 / (1u64 << 34) as f64)
+            * t.latency_ns(0, 0)
+            / t.cpu_model.mlp;
+        assert!((miss - expect).abs() < 1e-9, "{miss} vs {expect}");
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! threads read one field of the struct, two write the neighbouring field of the same cache
 //! line, each for a fixed number of iterations, on an otherwise idle machine.
 //!
-//! An iteration is `iter_cycles` of loop work plus one access to the shared line. The access
-//! is `contended`: it finds the line last written by a writer thread, and pays a cache-line
-//! transfer whose cost depends on where the running writers are (same node or not) — the cost
+//! An iteration is `iter_cycles` of loop work plus one access to the shared line (`contended`
+//! 1.0). The coherence model decides what it costs: a reader misses only after a writer took
+//! the line, a writer waits for ownership only after another thread read or wrote it and then
+//! only beyond what its store buffer covers, and transfers cost more across nodes — the cost
 //! the imbalance rule is about. Run time and the nodes the threads used are the results.
 
 use crate::memory::MemPolicy;

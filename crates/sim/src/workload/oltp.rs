@@ -6,8 +6,9 @@
 //! `tx_per_thread` transactions, a transaction being:
 //! 1. `parse_cycles` of CPU work (parsing, planning, result handling);
 //! 2. `lines_per_tx` random cache-line accesses to the buffer cache (B-tree pages and rows of
-//!    its queries), a fraction `write_frac` of them writes, a fraction `contended` finding the
-//!    line written by another running thread (hot index roots, counters, the log buffer);
+//!    its queries), a fraction `write_frac` of them writes, a fraction `contended` of those
+//!    finding their line last written by another running thread (hot index roots, counters,
+//!    the log buffer);
 //! 3. a lock wait (`lock_wait`, jittered) and the commit's log flush (`io_wait`, jittered),
 //!    both as sleeps.
 //!

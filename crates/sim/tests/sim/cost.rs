@@ -117,3 +117,47 @@ fn jobs_sharing_a_nodes_memory_slow_each_other_and_spread_jobs_do_not() {
         topo.nodes[0].bandwidth_gbps
     );
 }
+
+/// The light-load program with `readers` and `writers` threads, `iterations` each.
+fn shared_line(readers: u32, writers: u32, iterations: f64) -> sim::program::Workload {
+    use sim::workload::light_load::{LightLoadParams, light_load};
+    light_load(&LightLoadParams {
+        iterations,
+        readers,
+        writers,
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_lone_writer_pays_no_transfers_and_a_pair_fewer_than_one_per_access() {
+    let topo = machine("nodes=2,cpus-per-node=4");
+    let n = 1e7;
+    let loop_ns = n * 2.0 * topo.ns_per_cycle();
+    let worker_user = |r: &RunResult| -> Vec<f64> {
+        r.tasks
+            .iter()
+            .filter(|t| t.job)
+            .map(|t| t.user_ns)
+            .collect()
+    };
+    let alone = run(&topo, &shared_line(0, 1, n), "o1", 1);
+    let u = worker_user(&alone);
+    assert_eq!(u.len(), 1);
+    assert!(
+        (u[0] - loop_ns).abs() < 1e-6 * loop_ns,
+        "{} vs {loop_ns}",
+        u[0]
+    );
+    // A reader and a writer: the line moves, but not on every access.
+    // `linux` spreads the two threads over idle CPUs at once (`o1` would queue them on one).
+    let pair = run(&topo, &shared_line(1, 1, n), "linux", 1);
+    let x = topo.memory.line_transfer_local_ns;
+    for u in worker_user(&pair) {
+        assert!(u > loop_ns * 1.01, "{u} vs {loop_ns}");
+        assert!(
+            u < loop_ns + 0.5 * n * x,
+            "{u}: half a transfer per access or more"
+        );
+    }
+}

@@ -163,6 +163,7 @@ impl Scaled {
             ),
             format!("loaded-latency ratio {}", base.memory.loaded_latency_ratio),
             format!("MLP {}", base.cpu.mlp),
+            format!("store buffer {} entries", base.cpu.store_buffer),
             format!("{} KiB pages", base.memory.page_kib),
             format!(
                 "line transfers {:.0} / {:.0} ns",
@@ -263,6 +264,7 @@ impl Reader<'_> {
                 mlp: base.cpu.mlp,
                 llc_bytes: scaled.llc_bytes,
                 line_bytes: grouping.line_bytes.unwrap_or(base.cpu.line_bytes),
+                store_buffer: base.cpu.store_buffer,
             },
             memory: MemoryModel {
                 loaded_latency_ratio: base.memory.loaded_latency_ratio,

@@ -48,7 +48,7 @@
 //! - **What sysfs cannot tell** is taken from the synthetic defaults
 //!   ([`SYNTHETIC_BASE`](crate::synthetic::SYNTHETIC_BASE), the measured 2-socket Ice Lake),
 //!   scaled as [`parse_synthetic`](crate::synthetic::parse_synthetic) scales them: idle local
-//!   latency, MLP, loaded-latency ratio and page size as in the base; local and remote
+//!   latency, MLP, store buffer, loaded-latency ratio and page size as in the base; local and remote
 //!   bandwidth per node = the base's per-core figure x the node's cores; an LLC size or clock
 //!   that sysfs does not give likewise. Remote latency = local x SLIT / 10. Cache-line
 //!   transfer costs and the fault overhead follow the shared rules of `docs/MACHINES.md`

@@ -201,6 +201,7 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         mlp: cpu.1,
                         llc_kib: cpu.2,
                         line_bytes: cpu.3,
+                        store_buffer: 0,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

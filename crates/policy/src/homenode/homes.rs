@@ -145,10 +145,10 @@ struct HomeSearch<'a> {
     /// The least load per CPU a node with room would have with it.
     least: f64,
     /// Nodes with room where the process would not leave the machine imbalanced by the
-    /// rebalancer's own rule (step 3). When there are such nodes, only they compete, in steps 1
-    /// and 2: a first home that the rebalancer would later undo is not given. (A node near the
-    /// memory, or holding it, would otherwise take a second busy process while another node
-    /// stays idle.)
+    /// rebalancer's own rule (step 3), nor its homes uneven ([`HomeSearch::evenest_among`]).
+    /// When there are such nodes, only they compete, in steps 1 and 2: a first home that the
+    /// rebalancer would later undo is not given. (A node near the memory, or holding it, would
+    /// otherwise take a second busy process while another node stays idle.)
     balanced: Vec<NodeId>,
 }
 
@@ -190,6 +190,7 @@ impl<'a> HomeSearch<'a> {
             .iter()
             .map(|&x| s.after(x))
             .fold(f64::INFINITY, f64::min);
+        let even = s.evenest_among(&s.roomy);
         s.balanced = s
             .roomy
             .iter()
@@ -197,7 +198,8 @@ impl<'a> HomeSearch<'a> {
             .filter(|&x| {
                 let a = s.after(x);
                 a <= cfg.consolidate_below + EPS
-                    || a * 100.0 <= f64::from(cfg.imbalance_pct) * s.least + EPS
+                    || (a * 100.0 <= f64::from(cfg.imbalance_pct) * s.least + EPS
+                        && even.contains(&x))
             })
             .collect();
         Some(s)
@@ -270,11 +272,15 @@ impl<'a> HomeSearch<'a> {
         (self.model.homed[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Of `nodes` (when none has room), those whose homed demand per CPU would be less than one
-    /// more of this process above the least once it is added. Only homes count: on saturated
-    /// nodes measured busy time stops at the node's CPUs, so it cannot say who is squeezed
-    /// where, and a relative rule on it lets a 2-CPU node take a third job (125% of a busy node
-    /// is a whole job). What homenode placed, it knows.
+    /// Of `nodes`, those whose homed demand per CPU would be less than one more of this
+    /// process above the least once it is added. Only homes count: on saturated nodes measured
+    /// busy time stops at the node's CPUs, so it cannot say who is squeezed where, and a
+    /// relative rule on it lets a 2-CPU node take a third job (125% of a busy node is a whole
+    /// job). Among nodes with room, measured load cannot say it either while the processes
+    /// still to be homed run wherever the kernel put them (and a guest starved of CPU time
+    /// sees every node busy): two busy processes whose memory is on one node would both be
+    /// homed there while another node gets none, a home the rebalancer undoes only after
+    /// `min_dwell_s`. What homenode placed, it knows.
     fn evenest_among(&self, nodes: &[NodeId]) -> Vec<NodeId> {
         let least = nodes
             .iter()

@@ -322,6 +322,30 @@ fn busy_threads_count_as_a_cpu_each_when_looking_for_room() {
     assert_eq!(nodes, vec![0, 1, 2, 3], "{a:#?}");
 }
 
+/// Issue 11, from the VM rig's converge scenario on a loaded host: four busy memory hogs
+/// (0.7 CPUs each) whose memory is all on node 0, running one per node where the kernel put
+/// them, while the guest, starved of CPU time, sees a CPU's worth of other work on every
+/// other node. Node 0 has room for two hogs, and measured load made it look no busier than
+/// the node a hog ran on, so every later hog was homed on node 0 as well while nodes got
+/// none. Homes must stay even: one hog per node.
+#[test]
+fn homes_stay_even_while_the_others_still_run_where_the_kernel_put_them() {
+    let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    let procs: Vec<ProcessView> = (0..4)
+        .map(|n| proc(&t, 100 + n as u32, 0.7, 1, n, &[96 * MIB, 0, 0, 0]))
+        .collect();
+    let s = snap(&t, 0, procs);
+    let mut nodes = s.nodes.clone();
+    for v in &mut nodes[1..] {
+        v.cpu_idle = 0.3;
+    }
+    let s = Snapshot { nodes, ..s };
+    let a = HomenodePolicy::default().decide(&s);
+    let mut got: Vec<NodeId> = homes(&a).iter().map(|(_, h)| h[0]).collect();
+    got.sort_unstable();
+    assert_eq!(got, vec![0, 1, 2, 3], "{a:#?}");
+}
+
 /// A busy process on a machine of one-CPU nodes where something else uses a little of
 /// every CPU (a daemon, kernel threads): its own node still has room for it, so it is
 /// homed there and not spread over every node (which would be the mask it already has).

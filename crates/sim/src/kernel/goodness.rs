@@ -81,8 +81,12 @@ impl Kernel {
     }
 
     /// What `t` would gain by taking `cpu` from the task running there (None if nothing
-    /// runs): it preempts when this is positive. O(1): the difference of dynamic priorities.
-    /// 2.4: `preemption_goodness`, both measured with the current task's address space.
+    /// runs): it preempts when this is positive. O(1): the difference of dynamic priorities,
+    /// the waking task's as of now and the current task's as it was last queued: the 2.5
+    /// `try_to_wake_up` compares `p->prio`, just recomputed by `activate_task`, with
+    /// `rq->curr->prio`, which is recomputed only when a task is queued or its slice runs out,
+    /// not while it runs. 2.4: `preemption_goodness`, both measured with the current task's
+    /// address space.
     pub fn preemption_gain(&self, t: TaskId, cpu: CpuId) -> Option<i32> {
         let c = self.rqs[cpu].curr?;
         Some(match self.params.goodness {
@@ -90,7 +94,7 @@ impl Kernel {
                 let mm = Some(self.tasks[c].pid);
                 self.goodness(t, cpu, mm) - self.goodness(c, cpu, mm)
             }
-            None => self.prio(c) - self.prio(t),
+            None => self.tasks[c].rq_key.1 - self.prio(t),
         })
     }
 

@@ -413,21 +413,9 @@ impl Kernel {
 
     /// O(1)-style dynamic priority (lower is better): 120 -/+ 5 by sleep credit.
     pub fn prio(&self, t: TaskId) -> i32 {
-        let bonus = (10 * self.sleep_avg_now(t) / self.params.max_sleep_avg.max(1)) as i32 - 5;
-        120 - bonus
-    }
-
-    /// The task's sleep credit now. A running task's is settled lazily (at its boundaries, or
-    /// when its rate changes), so the time it ran since is taken off here: a wake-up's
-    /// preemption check sees the current task as it is, however recently it was settled.
-    pub fn sleep_avg_now(&self, t: TaskId) -> Ns {
         let task = &self.tasks[t];
-        if task.state == TaskState::Running {
-            task.sleep_avg
-                .saturating_sub(self.now.saturating_sub(task.last_settle))
-        } else {
-            task.sleep_avg
-        }
+        let bonus = (10 * task.sleep_avg / self.params.max_sleep_avg.max(1)) as i32 - 5;
+        120 - bonus
     }
 
     /// A task with at least +2 priority bonus counts as interactive (nice 0 threshold).

@@ -73,9 +73,24 @@ pub struct LinearOp {
     pub bytes: Vec<f64>,
     /// Cache lines missed.
     pub lines: f64,
+    /// The nodes with a non-zero stall or traffic, ascending: the only ones the fixed point
+    /// and [`LinearOp::ns`] need to visit (a task's memory is on few of a large machine's
+    /// nodes).
+    pub nz: Vec<NodeId>,
+    /// [`LinearOp::fingerprint`], computed once when the decomposition is built.
+    pub fp: u64,
 }
 
 impl LinearOp {
+    /// Fill in the derived fields (`nz`, `fp`) once the others are final.
+    fn finish(mut self) -> Self {
+        self.nz = (0..self.coef.len())
+            .filter(|&j| self.coef[j] != 0.0 || self.bytes[j] != 0.0)
+            .collect();
+        self.fp = self.fingerprint();
+        self
+    }
+
     /// A hash of everything that determines this demand (summed over tasks, it identifies the
     /// multiset of running demands).
     pub fn fingerprint(&self) -> u64 {
@@ -94,7 +109,8 @@ impl LinearOp {
     /// Time of one operation under contention `q`, ns.
     pub fn ns(&self, q: &Contention) -> f64 {
         let mut ns = self.base_ns;
-        for (j, &c) in self.coef.iter().enumerate() {
+        for &j in &self.nz {
+            let c = self.coef[j];
             if c != 0.0 {
                 ns += c * q.factor(self.cpu_node, j);
             }
@@ -124,6 +140,8 @@ pub fn linear_op(
         coef: vec![0.0; nr],
         bytes: vec![0.0; nr],
         lines: 0.0,
+        nz: Vec::new(),
+        fp: 0,
     };
     let random_footprint: f64 = random_footprint(op, regions);
     let hit = if random_footprint > 0.0 {
@@ -148,7 +166,7 @@ pub fn linear_op(
         }
         out.base_ns += a.contended * xfer_ns.get(i).copied().unwrap_or(0.0);
     }
-    out
+    out.finish()
 }
 
 /// Cost of one operation under contention `q` (see [`linear_op`]).
@@ -455,7 +473,8 @@ pub fn solve_contention_into(
             if ns <= 0.0 {
                 continue;
             }
-            for (j, (&b, &c)) in d.bytes.iter().zip(&d.coef).enumerate() {
+            for &j in &d.nz {
+                let (b, c) = (d.bytes[j], d.coef[j]);
                 if b == 0.0 {
                     continue;
                 }

@@ -458,9 +458,7 @@ impl Kernel {
                 .filter_map(|t| self.tasks[t].op_cache.as_ref().map(|c| &c.op))
                 .collect();
             // The same multiset of demands as at the last solve gives the same answer.
-            let fp = demands
-                .iter()
-                .fold(0u64, |acc, d| acc.wrapping_add(d.fingerprint()));
+            let fp = demands.iter().fold(0u64, |acc, d| acc.wrapping_add(d.fp));
             if fp == self.contention_fp && !demands.is_empty() {
                 None
             } else {

@@ -341,6 +341,12 @@ impl Kernel {
             // The pending event is already right (rates did not change).
             return;
         }
+        if rq.boundary_at == Some(self.now) {
+            // A reschedule asked for now (a wake-up preemption, `resched`) is pending: a new
+            // rate must not put it off to the end of the chunk. The boundary it triggers
+            // posts the next one.
+            return;
+        }
         rq.boundary_at = Some(at);
         rq.epoch = rq.epoch.wrapping_add(1);
         self.events.push(

@@ -57,6 +57,10 @@ pub struct NumaTestArgs {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
+    /// Shortest simulated time between two refreshes of memory contention (0: after every
+    /// switch of memory-bound work; docs/MODEL.md §4).
+    #[arg(long, default_value = "1ms", value_parser = contention_period)]
+    contention_period: sim::time::Ns,
     /// Leave out the per-job tables.
     #[arg(long)]
     summary_only: bool,
@@ -85,6 +89,10 @@ pub struct WorkloadArgs {
     seed: u64,
     #[arg(long)]
     json: bool,
+    /// Shortest simulated time between two refreshes of memory contention (0: after every
+    /// switch of memory-bound work; docs/MODEL.md §4).
+    #[arg(long, default_value = "1ms", value_parser = contention_period)]
+    contention_period: sim::time::Ns,
     #[arg(long, default_value = "none", help = placement_help(
         "Node-level placement",
         "homenode:min_cpu=0.3",
@@ -105,6 +113,7 @@ impl Default for NumaTestArgs {
             no_disturb: false,
             socket_buffer: NumaTestParams::default().hackbench_buffer_msgs,
             json: false,
+            contention_period: sim::kernel::CONTENTION_PERIOD,
             summary_only: false,
             stats: false,
             threads: None,
@@ -186,6 +195,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             passes: a.passes,
             disturb: !a.no_disturb,
             hackbench_buffer_msgs: a.socket_buffer,
+            contention_period: a.contention_period,
             ..Default::default()
         },
     };
@@ -282,6 +292,12 @@ fn text_report(topo: &topo::Topology, a: &NumaTestArgs, cells: &[nt::CellSummary
     s
 }
 
+/// `--contention-period`: a duration (`1ms`, `100us`, `0`; bare numbers are ms).
+fn contention_period(v: &str) -> Result<sim::time::Ns, String> {
+    sim::sched::parse_duration(v)
+        .ok_or_else(|| format!("`{v}` is not a duration (1ms, 100us, 0; bare numbers are ms)"))
+}
+
 fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine(&a.machine)?;
     let text = sim::budget::read_input(std::path::Path::new(&a.file))?;
@@ -289,35 +305,14 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     w.check_machine(&topo).with_context(|| a.file.clone())?;
     let spec = SchedSpec::parse(&a.sched)?;
     let s = sim::sched::build(&spec, &topo)?;
-    let mut sim = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed);
+    let mut sim = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed)
+        .with_contention_period(a.contention_period);
     if let Some(p) = placement(&a.placement)? {
         sim = sim.with_placement(p.build()?);
     }
     let r = sim.run().map_err(|e| anyhow!("{e}"))?;
     if a.json {
-        let tasks: Vec<serde_json::Value> = r
-            .tasks
-            .iter()
-            .map(|t| {
-                serde_json::json!({
-                    "program": t.program, "user_s": t.user_ns / 1e9, "sys_s": t.sys_ns / 1e9,
-                    "node_user_s": t.node_user_ns.iter().map(|x| x / 1e9).collect::<Vec<_>>(),
-                    "created_s": t.created as f64 / 1e9, "exited_s": t.exited as f64 / 1e9,
-                    "node_migrations": t.node_migrations,
-                })
-            })
-            .collect();
-        let placement = r.placement.as_ref().map(|p| {
-            serde_json::json!({
-                "policy": a.placement, "decisions": p.decisions, "set_home": p.set_home,
-                "clear_home": p.clear_home, "moves": p.moves, "bytes_moved": p.bytes_moved,
-                "actions": p.log.iter().map(|(at, act)| serde_json::json!({"at_s": *at as f64 / 1e9, "action": act})).collect::<Vec<_>>(),
-            })
-        });
-        let out = serde_json::json!({"machine": topo.name, "scheduler": spec.to_string(),
-            "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks,
-            "placement": placement});
-        outln!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", workload_json(&a, &topo, &spec, &r)?);
         return Ok(());
     }
     outln!(
@@ -383,6 +378,38 @@ fn workload(a: WorkloadArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `sim workload --json`: the run as one JSON object.
+fn workload_json(
+    a: &WorkloadArgs,
+    topo: &topo::Topology,
+    spec: &SchedSpec,
+    r: &sim::RunResult,
+) -> Result<String> {
+    let tasks: Vec<serde_json::Value> = r
+        .tasks
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "program": t.program, "user_s": t.user_ns / 1e9, "sys_s": t.sys_ns / 1e9,
+                "node_user_s": t.node_user_ns.iter().map(|x| x / 1e9).collect::<Vec<_>>(),
+                "created_s": t.created as f64 / 1e9, "exited_s": t.exited as f64 / 1e9,
+                "node_migrations": t.node_migrations,
+            })
+        })
+        .collect();
+    let placement = r.placement.as_ref().map(|p| {
+        serde_json::json!({
+            "policy": a.placement, "decisions": p.decisions, "set_home": p.set_home,
+            "clear_home": p.clear_home, "moves": p.moves, "bytes_moved": p.bytes_moved,
+            "actions": p.log.iter().map(|(at, act)| serde_json::json!({"at_s": *at as f64 / 1e9, "action": act})).collect::<Vec<_>>(),
+        })
+    });
+    let out = serde_json::json!({"machine": topo.name, "scheduler": spec.to_string(),
+        "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks,
+        "placement": placement});
+    Ok(serde_json::to_string_pretty(&out)?)
 }
 
 /// The SLIT, one row per node.

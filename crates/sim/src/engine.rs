@@ -29,6 +29,8 @@ pub enum Event {
     Timer { id: u32 },
     /// The scheduler's own periodic timer (for example PMQS's inter-pool balancer).
     SchedTimer,
+    /// A contention refresh put off to the end of its period (`Kernel::contention_period`).
+    ContentionRefresh,
 }
 
 impl Event {
@@ -37,7 +39,10 @@ impl Event {
         match self {
             Event::CpuBoundary { cpu, .. } => Some(2 * cpu as usize),
             Event::Balance { cpu, .. } => Some(2 * cpu as usize + 1),
-            Event::Wake { .. } | Event::Timer { .. } | Event::SchedTimer => None,
+            Event::Wake { .. }
+            | Event::Timer { .. }
+            | Event::SchedTimer
+            | Event::ContentionRefresh => None,
         }
     }
 }

@@ -115,7 +115,8 @@ pub fn run_one_placed(
 ) -> Result<RunResult, NumaTestError> {
     let s = sched::build(spec, topo)?;
     let w = Arc::new(numa_test(params));
-    let mut sim = Sim::new(topo.clone(), w, s, seed);
+    let mut sim =
+        Sim::new(topo.clone(), w, s, seed).with_contention_period(params.contention_period);
     if let Some(p) = placement {
         sim = sim.with_placement(p.build()?);
     }

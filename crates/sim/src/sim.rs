@@ -116,6 +116,14 @@ impl Sim {
         self
     }
 
+    /// Refresh memory contention at most once per `period` of simulated time (0: after
+    /// every event that changes the running memory-bound work; default
+    /// [`crate::kernel::CONTENTION_PERIOD`]).
+    pub fn with_contention_period(mut self, period: Ns) -> Self {
+        self.k.contention_period = period;
+        self
+    }
+
     /// Run a node-level placement policy every `p.interval` of simulated time.
     pub fn with_placement(mut self, p: Placement) -> Self {
         self.placement = Some(p);
@@ -169,7 +177,10 @@ impl Sim {
         let live = match ev {
             Event::CpuBoundary { cpu, epoch } => self.k.rqs[cpu as usize].epoch == epoch,
             Event::Balance { cpu, epoch } => self.k.rqs[cpu as usize].balance_epoch == epoch,
-            Event::Wake { .. } | Event::Timer { .. } | Event::SchedTimer => true,
+            Event::Wake { .. }
+            | Event::Timer { .. }
+            | Event::SchedTimer
+            | Event::ContentionRefresh => true,
         };
         if !live {
             return Ok(true);
@@ -181,6 +192,8 @@ impl Sim {
             Event::Wake { task } => self.k.wake(s, task as usize),
             Event::Timer { id } => self.k.launch(s, id as usize),
             Event::SchedTimer => self.on_sched_timer(),
+            // The refresh below is due now.
+            Event::ContentionRefresh => self.k.refresh_posted = false,
         }
         self.k.refresh_contention();
         if let Some(f) = self.k.fault.take() {

@@ -36,6 +36,13 @@ use std::sync::Arc;
 pub use task::{Pid, Process, Task, TaskId, TaskState};
 use topo::{CpuId, NodeId, Topology};
 
+/// Default shortest simulated time between two contention refreshes: one tick of a HZ=1000
+/// kernel. Rates of memory-bound tasks are piecewise constant over at most this long after the
+/// set of running memory-bound work changes; a task that starts running is rated at once.
+/// docs/MODEL.md §4 shows the figures with 0 (a refresh after every such event), 100 us and
+/// 1 ms.
+pub const CONTENTION_PERIOD: Ns = MS;
+
 /// Kernel-wide tunables of the era being modelled (set by the scheduler).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelParams {
@@ -235,6 +242,12 @@ pub struct Kernel {
     /// CPUs of each last-level cache.
     llc_cpus: Vec<Vec<CpuId>>,
     contention_dirty: bool,
+    /// Shortest simulated time between two contention refreshes (0: after every event that
+    /// changed what runs); [`CONTENTION_PERIOD`] unless set. See `rates.rs`.
+    pub contention_period: Ns,
+    /// No refresh before this time; one put off is pending as an event when `refresh_posted`.
+    next_refresh_at: Ns,
+    pub(crate) refresh_posted: bool,
     /// Bit per CPU: may be running memory-bound work (a superset, see `rates.rs`).
     mem_cpu_hint: Vec<u64>,
     refresh_scratch: rates::RefreshScratch,
@@ -380,6 +393,9 @@ impl Kernel {
             nr_parked,
             llc_cpus,
             contention_dirty: false,
+            contention_period: CONTENTION_PERIOD,
+            next_refresh_at: 0,
+            refresh_posted: false,
             mem_cpu_hint: vec![0; nr_cpus.div_ceil(64)],
             refresh_scratch: rates::RefreshScratch::default(),
             contention_fp: 0,

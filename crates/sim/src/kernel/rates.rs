@@ -418,6 +418,20 @@ impl Kernel {
         if !self.contention_dirty {
             return;
         }
+        // At most one refresh per `contention_period`: one wanted sooner is put off to the
+        // end of the period (an event), so a machine where tasks switch many times per
+        // period pays one walk over its running memory-bound tasks per period, not per switch.
+        if self.now < self.next_refresh_at {
+            if !self.refresh_posted {
+                self.refresh_posted = true;
+                self.events.push(
+                    self.next_refresh_at,
+                    crate::engine::Event::ContentionRefresh,
+                );
+            }
+            return;
+        }
+        self.next_refresh_at = self.now.saturating_add(self.contention_period);
         self.contention_dirty = false;
         let mut scratch = std::mem::take(&mut self.refresh_scratch);
         self.collect_mem_cpus(&mut scratch.mem_cpus);

@@ -28,7 +28,7 @@ pub use error::{OptionError, SchedError, SpecError};
 pub use linux26::Linux26Numa;
 pub use node_affine::NodeAffine;
 pub use o1::O1;
-pub use options::{SchedOptions, SchedSpec};
+pub use options::{SchedOptions, SchedSpec, parse_duration};
 pub use pmqs::Pmqs;
 pub use registry::{SCHEDULERS, SchedulerEntry, build};
 pub use simple_numa::SimpleNuma;

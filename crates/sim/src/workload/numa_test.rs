@@ -39,6 +39,9 @@ pub struct NumaTestParams {
     /// Kernel cycles to write one small message to a socket, and to read one.
     pub msg_send_cycles: f64,
     pub msg_recv_cycles: f64,
+    /// Not the benchmark's but the model's: the shortest simulated time between two
+    /// contention refreshes ([`crate::Sim::with_contention_period`]).
+    pub contention_period: Ns,
 }
 
 impl Default for NumaTestParams {
@@ -58,6 +61,7 @@ impl Default for NumaTestParams {
             fork_cycles: 150_000.0,
             msg_send_cycles: 4_000.0,
             msg_recv_cycles: 4_000.0,
+            contention_period: crate::kernel::CONTENTION_PERIOD,
         }
     }
 }

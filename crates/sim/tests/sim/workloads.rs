@@ -124,3 +124,108 @@ fn a_sender_blocks_on_a_full_channel_until_the_reader_takes_messages() {
     assert_eq!(blocks, 0);
     assert!(writer < 0.01, "unbounded, the writer ended at {writer} s");
 }
+
+/// A memory hog and a reader share CPU 0; a memory-bound writer on CPU 1 sends the reader
+/// one message when its first memory phase ends (after some 0.4 s, long enough for the
+/// sleeping reader to earn a better priority than the hog), then runs a short second phase.
+/// Returns the writer's and the reader's exits, s, and the preemptions counted.
+fn wake_while_contention_changes(period: &str) -> (f64, f64, u64) {
+    let topo = crate::common::machine("nodes=1,cpus-per-node=2");
+    let text = r#"
+name = "preempt"
+channels = ["ping"]
+[[program]]
+name = "reader"
+affinity = [0]
+phase = [{ recv = { channel = "ping", msgs = 1, cycles_per_msg = 1000 } }]
+[[program]]
+name = "hog"
+affinity = [0]
+region = [{ name = "data", mib = 64 }]
+phase = [
+  { touch = "data" },
+  { memory = { ops = 2e8, cycles = 4, access = [{ region = "data", pattern = "random", bytes = 8, write = true }] } },
+]
+[[program]]
+name = "writer"
+affinity = [1]
+region = [{ name = "buf", mib = 64 }]
+phase = [
+  { touch = "buf" },
+  { memory = { ops = 4e7, cycles = 4, access = [{ region = "buf", pattern = "random", bytes = 8, write = true }] } },
+  { send = { channels = ["ping"], cycles_per_msg = 1000 } },
+  { memory = { ops = 2e6, cycles = 4, access = [{ region = "buf", pattern = "random", bytes = 8, write = true }] } },
+]
+[[launch]]
+program = "reader"
+[[launch]]
+program = "hog"
+[[launch]]
+program = "writer"
+"#;
+    let w = sim::workload::parse_workload(text, "preempt.toml").unwrap_or_else(|e| panic!("{e}"));
+    let spec = sim::sched::SchedSpec::parse("o1").expect("o1");
+    let s = sim::sched::build(&spec, &topo).expect("o1");
+    let period = sim::sched::parse_duration(period).expect("duration");
+    let r = sim::Sim::new(topo.clone(), std::sync::Arc::new(w), s, 1)
+        .with_contention_period(period)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let exit = |name: &str| {
+        r.tasks
+            .iter()
+            .find(|t| t.program == name)
+            .map_or(f64::NAN, |t| t.exited as f64 / 1e9)
+    };
+    (exit("writer"), exit("reader"), r.counters.preemptions)
+}
+
+/// A wake-up preemption is not lost when the same event changes what memory-bound work
+/// runs: the writer's phase change re-rates the hog on CPU 0, and that used to re-post the
+/// hog's boundary at the end of its chunk over the reschedule the wake-up had asked for, so
+/// the (interactive) reader waited for the hog's slice to end. It must run at once, whatever
+/// the contention period.
+#[test]
+fn a_wake_up_preemption_survives_a_contention_refresh() {
+    for period in ["0", "1ms"] {
+        let (writer, reader, preemptions) = wake_while_contention_changes(period);
+        assert!(preemptions >= 1, "period {period}: no preemption");
+        // The writer runs 2e6 more operations (some 20 ms) after its send, less than a slice
+        // of the hog; the reader needs only one message's 1000 cycles once it runs.
+        assert!(
+            reader < writer,
+            "period {period}: the reader ended at {reader:.4} s, after the writer ({writer:.4} s)"
+        );
+    }
+}
+
+/// The contention refresh runs at most once per `contention_period` of simulated time, and
+/// the result stays close to a refresh after every switch (docs/MODEL.md §4 has the figures).
+#[test]
+fn contention_is_refreshed_at_most_once_per_period() {
+    let topo = crate::common::machine(crate::common::SMALL);
+    let run = |period: u64| {
+        let params = sim::workload::NumaTestParams {
+            contention_period: period,
+            ..crate::common::small_params(8, 50_000, 20, true)
+        };
+        let spec = sim::sched::SchedSpec::parse("o1").expect("o1");
+        sim::numa_test::run_one(&topo, &spec, &params, 1).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let exact = run(0);
+    let period = 1_000_000;
+    let batched = run(period);
+    let refreshes_allowed = batched.end_ns / period + 1;
+    assert!(
+        batched.counters.contention_solves <= refreshes_allowed,
+        "{} solves in {} ns",
+        batched.counters.contention_solves,
+        batched.end_ns
+    );
+    assert!(exact.counters.contention_solves > batched.counters.contention_solves);
+    let (a, b) = (exact.end_ns as f64, batched.end_ns as f64);
+    assert!(
+        (a - b).abs() < 0.02 * a,
+        "elapsed {a} ns exact, {b} ns batched"
+    );
+}

@@ -12,6 +12,8 @@
 //!    256; 1024 takes hours today), for o1 and linux: CPU seconds per simulated second, the
 //!    growth per doubling of the machine, and the process's peak resident memory after the
 //!    run. `ENGINE_BENCH_PASSES` (default 20) sets numa_test's passes, so the simulated time.
+//!    Each machine runs with every contention refresh period in `ENGINE_BENCH_PERIODS`
+//!    (default `0,1ms`; docs/MODEL.md §4).
 //!
 //! `ENGINE_BENCH_PART=1` or `=2` runs one part only.
 
@@ -84,45 +86,53 @@ fn per_event(reps: usize) {
     }
 }
 
-fn scaling(max_cpus: usize, passes: u32) {
+fn scaling(max_cpus: usize, passes: u32, periods: &str) {
     println!(
         "part 2: numa_test, 8 tasks per CPU, no hackbench, {passes} passes, nodes=16, one run each"
     );
     println!(
-        "  {:<8} {:>6} {:>10} {:>12} {:>14} {:>10} {:>10}",
-        "sched", "CPUs", "events", "simulated s", "CPU s per sim s", "growth", "peak MiB"
+        "  {:<8} {:>7} {:>6} {:>10} {:>12} {:>14} {:>10} {:>10}",
+        "sched", "period", "CPUs", "events", "simulated s", "CPU s per sim s", "growth", "peak MiB"
     );
-    for name in ["o1", "linux"] {
-        let spec = SchedSpec::parse(name).expect("spec");
-        let mut prev: Option<f64> = None;
-        let mut cpus_per_node = 4;
-        while 16 * cpus_per_node <= max_cpus {
-            let machine = format!("nodes=16,cpus-per-node={cpus_per_node}");
-            let topo = Arc::new(topo::resolve_machine(&machine).expect("synthetic"));
-            let tasks = 8 * topo.nr_cpus() as u32;
-            let params = NumaTestParams {
-                tasks,
-                passes,
-                disturb: false,
-                ..Default::default()
-            };
-            let (r, cpu) =
-                cpu_timed(|| run_one(&topo, &spec, &params, run_seed(1, tasks, 0)).expect("run"));
-            let sim_s = r.end_ns as f64 / 1e9;
-            let per_sim_s = cpu / sim_s.max(1e-9);
-            let growth = prev.map_or(String::new(), |p| format!("{:.2}x", per_sim_s / p));
-            println!(
-                "  {name:<8} {:>6} {:>10} {:>12.1} {:>14.4} {:>10} {:>10.0}",
-                topo.nr_cpus(),
-                r.events,
-                sim_s,
-                per_sim_s,
-                growth,
-                process_cost().1
-            );
-            prev = Some(per_sim_s);
-            cpus_per_node *= 2;
+    for period in periods.split(',') {
+        let ns = sim::sched::parse_duration(period).expect("ENGINE_BENCH_PERIODS: durations");
+        for name in ["o1", "linux"] {
+            scaling_sweep(name, period, ns, max_cpus, passes);
         }
+    }
+}
+
+fn scaling_sweep(name: &str, period: &str, period_ns: u64, max_cpus: usize, passes: u32) {
+    let spec = SchedSpec::parse(name).expect("spec");
+    let mut prev: Option<f64> = None;
+    let mut cpus_per_node = 4;
+    while 16 * cpus_per_node <= max_cpus {
+        let machine = format!("nodes=16,cpus-per-node={cpus_per_node}");
+        let topo = Arc::new(topo::resolve_machine(&machine).expect("synthetic"));
+        let tasks = 8 * topo.nr_cpus() as u32;
+        let params = NumaTestParams {
+            tasks,
+            passes,
+            disturb: false,
+            contention_period: period_ns,
+            ..Default::default()
+        };
+        let (r, cpu) =
+            cpu_timed(|| run_one(&topo, &spec, &params, run_seed(1, tasks, 0)).expect("run"));
+        let sim_s = r.end_ns as f64 / 1e9;
+        let per_sim_s = cpu / sim_s.max(1e-9);
+        let growth = prev.map_or(String::new(), |p| format!("{:.2}x", per_sim_s / p));
+        println!(
+            "  {name:<8} {period:>7} {:>6} {:>10} {:>12.1} {:>14.4} {:>10} {:>10.0}",
+            topo.nr_cpus(),
+            r.events,
+            sim_s,
+            per_sim_s,
+            growth,
+            process_cost().1
+        );
+        prev = Some(per_sim_s);
+        cpus_per_node *= 2;
     }
 }
 
@@ -135,6 +145,7 @@ fn main() {
         scaling(
             env_or("ENGINE_BENCH_MAX_CPUS", 256),
             env_or("ENGINE_BENCH_PASSES", 20),
+            &env_or("ENGINE_BENCH_PERIODS", "0,1ms".to_string()),
         );
     }
 }

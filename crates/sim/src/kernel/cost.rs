@@ -62,7 +62,7 @@ pub fn loaded_factor(rho: f64, ratio: f64) -> f64 {
 /// One operation's cost split into what depends on contention and what does not:
 /// `ns = base_ns + sum_j coef[j] * q(cpu_node, j)`. Built once per placement, evaluated at
 /// every step of the contention fixed point.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinearOp {
     pub cpu_node: NodeId,
     /// Core cycles and cache-line transfers, ns.
@@ -83,12 +83,14 @@ pub struct LinearOp {
 
 impl LinearOp {
     /// Fill in the derived fields (`nz`, `fp`) once the others are final.
-    fn finish(mut self) -> Self {
-        self.nz = (0..self.coef.len())
-            .filter(|&j| self.coef[j] != 0.0 || self.bytes[j] != 0.0)
-            .collect();
+    fn finish(&mut self) {
+        self.nz.clear();
+        for j in 0..self.coef.len() {
+            if self.coef[j] != 0.0 || self.bytes[j] != 0.0 {
+                self.nz.push(j);
+            }
+        }
         self.fp = self.fingerprint();
-        self
     }
 
     /// A hash of everything that determines this demand (summed over tasks, it identifies the
@@ -131,32 +133,60 @@ pub fn linear_op(
     cache_share: f64,
     xfer_ns: &[f64],
 ) -> LinearOp {
+    let mut out = LinearOp::default();
+    let at = Placed {
+        regions,
+        cpu_node,
+        cache_share,
+    };
+    linear_op_into(topo, op, &at, xfer_ns, &mut out, &mut Vec::new());
+    out
+}
+
+/// Where an operation runs, for [`linear_op_into`]: its process's regions, its CPU's node and
+/// its share of the last-level cache.
+pub struct Placed<'a> {
+    pub regions: &'a [Region],
+    pub cpu_node: NodeId,
+    pub cache_share: f64,
+}
+
+/// [`linear_op`] into `out`, reusing its buffers and `frac` (scratch) so that a task whose
+/// decomposition is rebuilt at every switch does not allocate.
+pub fn linear_op_into(
+    topo: &Topology,
+    op: &OpCost,
+    at: &Placed<'_>,
+    xfer_ns: &[f64],
+    out: &mut LinearOp,
+    frac: &mut Vec<f64>,
+) {
     let nr = topo.nr_nodes();
     let line = topo.cpu_model.line_bytes as f64;
     let mlp = topo.cpu_model.mlp.max(1e-3);
-    let mut out = LinearOp {
-        cpu_node,
-        base_ns: op.cycles * topo.ns_per_cycle(),
-        coef: vec![0.0; nr],
-        bytes: vec![0.0; nr],
-        lines: 0.0,
-        nz: Vec::new(),
-        fp: 0,
-    };
-    let random_footprint: f64 = random_footprint(op, regions);
+    let cpu_node = at.cpu_node;
+    out.cpu_node = cpu_node;
+    out.base_ns = op.cycles * topo.ns_per_cycle();
+    out.coef.clear();
+    out.coef.resize(nr, 0.0);
+    out.bytes.clear();
+    out.bytes.resize(nr, 0.0);
+    out.lines = 0.0;
+    let random_footprint: f64 = random_footprint(op, at.regions);
     let hit = if random_footprint > 0.0 {
-        (cache_share / random_footprint).min(1.0)
+        (at.cache_share / random_footprint).min(1.0)
     } else {
         1.0
     };
-    let mut frac = vec![0.0; nr];
+    frac.clear();
+    frac.resize(nr, 0.0);
     for (i, a) in op.accesses.iter().enumerate() {
         let lines = match a.pattern {
             Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil(),
             Pattern::Stream => a.bytes / line,
         };
         out.lines += lines;
-        regions[a.region].node_fractions(cpu_node, &mut frac);
+        at.regions[a.region].node_fractions(cpu_node, frac);
         let traffic = if a.write { 2.0 } else { 1.0 } * line;
         for (j, &f) in frac.iter().enumerate() {
             if f != 0.0 {
@@ -166,7 +196,7 @@ pub fn linear_op(
         }
         out.base_ns += a.contended * xfer_ns.get(i).copied().unwrap_or(0.0);
     }
-    out.finish()
+    out.finish();
 }
 
 /// Cost of one operation under contention `q` (see [`linear_op`]).

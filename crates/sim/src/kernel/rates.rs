@@ -234,10 +234,23 @@ impl Kernel {
         } else {
             Vec::new()
         };
-        let regions = &self.procs[task.pid].regions;
-        let lin = cost::linear_op(&self.topo, op, regions, node, share, &xfer);
+        let (pc, pid) = (task.pc, task.pid);
+        // The decomposition being replaced lends its buffers to the new one.
+        let mut lin = self.tasks[t]
+            .op_cache
+            .take()
+            .map(|c| c.op)
+            .unwrap_or_default();
+        let mut frac = std::mem::take(&mut self.frac_scratch);
+        let at = cost::Placed {
+            regions: &self.procs[pid].regions,
+            cpu_node: node,
+            cache_share: share,
+        };
+        cost::linear_op_into(&self.topo, op, &at, &xfer, &mut lin, &mut frac);
+        self.frac_scratch = frac;
         self.tasks[t].op_cache = Some(OpCache {
-            pc: task.pc,
+            pc,
             node,
             share_bits: share.to_bits(),
             mem_version: version,

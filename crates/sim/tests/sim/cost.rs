@@ -26,9 +26,9 @@ cpu = {cpu}
     s
 }
 
-/// Runs with a contention refresh after every switch (period 0): these tests check the cost
-/// model's physics to 0.1%, on jobs of a few tens of ms, where the default 1 ms refresh
-/// period's lag alone is worth a few tenths of a percent.
+/// Runs with a contention refresh after every switch (period 0, whatever the default): these
+/// tests check the cost model's physics to 0.1%, on jobs of a few tens of ms, where a 1 ms
+/// refresh period's lag alone is worth a few tenths of a percent.
 fn run_jobs(m: &str, text: &str) -> RunResult {
     let topo = machine(m);
     let w = parse_workload(text, "jobs.toml").expect("valid workload");

@@ -12,7 +12,7 @@ use topo::CpuId;
 /// Per region of a process: the running threads whose memory phase reaches the region's shared
 /// lines (its `contended` accesses), grouped into coherence parties, and each party's stall
 /// per shared-line access.
-pub(super) type WriterCounts = Vec<LineSharers>;
+pub(super) type SharedLines = Vec<LineSharers>;
 
 /// The parties of one region's shared line: `parties[2 * node + writes]`.
 #[derive(Clone, Debug, Default)]
@@ -192,13 +192,13 @@ impl Kernel {
 
     /// Bring `t`'s cost decomposition up to date with its place, cache share and memory;
     /// returns whether it changed. `sharers` (memory-bound tasks running on its LLC) and
-    /// `writers` (its process's [`Kernel::writer_counts`]) are passed when the caller has
+    /// `writers` (its process's [`Kernel::line_sharers`]) are passed when the caller has
     /// them: the contention refresh counts them once for all running tasks.
     pub(super) fn ensure_op(
         &mut self,
         t: TaskId,
         sharers: Option<usize>,
-        writers: Option<&WriterCounts>,
+        writers: Option<&SharedLines>,
     ) -> bool {
         let task = &self.tasks[t];
         let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
@@ -226,7 +226,7 @@ impl Kernel {
             let w = match writers {
                 Some(w) => w,
                 None => {
-                    own = self.writer_counts(task.pid, Some(t));
+                    own = self.line_sharers(task.pid, Some(t));
                     &own
                 }
             };
@@ -329,7 +329,7 @@ impl Kernel {
 
     /// The sharers of every region of process `pid` among its running threads (and `also`,
     /// counted even if it is not running yet): the CPUs its shared lines move between.
-    pub(super) fn writer_counts(&self, pid: usize, also: Option<TaskId>) -> WriterCounts {
+    pub(super) fn line_sharers(&self, pid: usize, also: Option<TaskId>) -> SharedLines {
         let mut w = self.no_writers(pid);
         let mut counted = false;
         for &o in &self.procs[pid].threads {
@@ -347,7 +347,7 @@ impl Kernel {
         w
     }
 
-    fn no_writers(&self, pid: usize) -> WriterCounts {
+    fn no_writers(&self, pid: usize) -> SharedLines {
         let line = self.topo.cpu_model.line_bytes;
         self.procs[pid]
             .regions
@@ -357,7 +357,7 @@ impl Kernel {
     }
 
     /// Counts task `o` in the parties of every region whose shared lines it reaches now.
-    fn count_writer(&self, w: &mut WriterCounts, o: TaskId) {
+    fn count_writer(&self, w: &mut SharedLines, o: TaskId) {
         let node = self.node_of(self.tasks[o].cpu);
         for u in self.line_use(o) {
             if let Some(s) = w.get_mut(u.region) {
@@ -366,17 +366,17 @@ impl Kernel {
         }
     }
 
-    /// [`Kernel::writer_counts`] of every process with a running contended task, counted
+    /// [`Kernel::line_sharers`] of every process with a running contended task, counted
     /// over the running tasks only (`mem_cpus`: the CPUs running memory-bound work), which are
     /// the only sharers there can be.
-    fn running_writer_counts(&self, mem_cpus: &[CpuId]) -> HashMap<usize, WriterCounts> {
+    fn running_line_sharers(&self, mem_cpus: &[CpuId]) -> HashMap<usize, SharedLines> {
         let running = || {
             mem_cpus
                 .iter()
                 .filter_map(|&c| self.rqs[c].curr)
                 .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
         };
-        let mut out: HashMap<usize, WriterCounts> = HashMap::new();
+        let mut out: HashMap<usize, SharedLines> = HashMap::new();
         for t in running().filter(|&t| self.op_contended(t)) {
             let pid = self.tasks[t].pid;
             out.entry(pid).or_insert_with(|| self.no_writers(pid));
@@ -404,7 +404,7 @@ impl Kernel {
         &self,
         t: TaskId,
         op: &crate::program::OpCost,
-        writers: &WriterCounts,
+        writers: &SharedLines,
     ) -> Vec<f64> {
         let me = self.node_of(self.tasks[t].cpu);
         op.accesses
@@ -469,7 +469,7 @@ impl Kernel {
                 sharers[self.topo.cpus[c].llc] += 1;
             }
         }
-        let writers = self.running_writer_counts(mem_cpus);
+        let writers = self.running_line_sharers(mem_cpus);
         for (i, &c) in mem_cpus.iter().enumerate() {
             let t = self.rqs[c].curr.unwrap_or_default();
             if self.tasks[t].work == PhaseWork::MemOps {

@@ -12,6 +12,8 @@ mod cost;
 mod determinism;
 #[path = "sim/experiments.rs"]
 mod experiments;
+#[path = "sim/fair.rs"]
+mod fair;
 #[path = "sim/golden.rs"]
 mod golden;
 #[path = "sim/historic.rs"]

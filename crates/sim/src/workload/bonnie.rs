@@ -63,5 +63,6 @@ pub fn bonnie_program(p: &BonnieParams, name: &str) -> Program {
         ],
         job: false,
         affinity: None,
+        nice: 0,
     }
 }

@@ -93,6 +93,7 @@ pub fn add_kbuild(p: &KbuildParams, tag: &str, programs: &mut Vec<Program>) -> u
             regions: vec![],
             job: false,
             affinity: None,
+            nice: 0,
         });
         make.push(Phase::Kernel {
             cycles: p.fork_exec_cycles,
@@ -110,6 +111,7 @@ pub fn add_kbuild(p: &KbuildParams, tag: &str, programs: &mut Vec<Program>) -> u
         regions: vec![],
         job: false,
         affinity: None,
+        nice: 0,
     });
     programs.len() - 1
 }
@@ -143,6 +145,7 @@ fn cc(p: &KbuildParams, name: &str, cycles: f64) -> Program {
         ],
         job: true,
         affinity: None,
+        nice: 0,
     }
 }
 

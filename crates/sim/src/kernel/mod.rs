@@ -215,6 +215,8 @@ pub struct RunQueue {
     pub expired_since: Option<Ns>,
     /// Fair class bookkeeping (unused by the other bases).
     pub fair: fair::FairRq,
+    /// PELT signals of the runqueue (fair class).
+    pub pelt: pelt::Pelt,
 }
 
 impl RunQueue {
@@ -360,6 +362,7 @@ impl Kernel {
                 busy_ns: 0,
                 expired_since: None,
                 fair: fair::FairRq::default(),
+                pelt: pelt::Pelt::default(),
             })
             .collect();
         let mut events = EventQueue::new();
@@ -475,6 +478,7 @@ impl Kernel {
         debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
         if self.params.fair.is_some() {
             self.fair_save_lag(t, src);
+            self.pelt_sync_rq(src);
         }
         if self.rqs[src].queue.remove(self.tasks[t].rq_key, t) {
             self.nr_waiting -= 1;

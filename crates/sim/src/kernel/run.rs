@@ -25,6 +25,9 @@ impl Kernel {
             }
         }
         let key = if self.params.fair.is_some() {
+            self.pelt_attach(t, cpu);
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, true, false);
             let how = if !self.tasks[t].placed {
                 Placing::New
             } else if wakeup {
@@ -124,6 +127,8 @@ impl Kernel {
             if self.params.fair.is_some() {
                 self.settle(t);
                 self.fair_save_lag(t, cpu);
+                self.pelt_sync_rq(cpu);
+                self.pelt_task_state(t, false, false);
             }
         }
         if let Some(t) = self.rqs[cpu].curr.take() {
@@ -134,6 +139,9 @@ impl Kernel {
                 PhaseWork::MemOps | PhaseWork::Touch { .. }
             ) {
                 self.mark_contention_dirty();
+            }
+            if self.tasks[t].state == TaskState::Exited {
+                self.pelt_detach_dead(t);
             }
         }
     }
@@ -180,6 +188,8 @@ impl Kernel {
 
     fn requeue(&mut self, t: TaskId, cpu: CpuId, next_round: bool) {
         let key = if self.params.fair.is_some() {
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, true, false);
             (self.fair_key(t), 0, self.next_seq())
         } else {
             let prio = self.queue_prio(t, cpu);
@@ -208,6 +218,7 @@ impl Kernel {
             }
             let fair = self.params.fair.is_some();
             let next = if fair {
+                self.pelt_sync_rq(cpu);
                 self.fair_pop(cpu)
             } else {
                 self.rqs[cpu].queue.pop_first()
@@ -234,6 +245,7 @@ impl Kernel {
             self.tasks[t].last_settle = self.now;
             if fair {
                 self.tasks[t].slice_left = self.fair_pick_slice(t, cpu);
+                self.pelt_task_state(t, true, true);
             }
             if self.tasks[t].first_cpu.is_none() {
                 self.tasks[t].first_cpu = Some(cpu);

@@ -102,6 +102,12 @@ pub struct Task {
     pub protect: bool,
     /// Placed on a runqueue at least once (the first placement is a new task's).
     pub placed: bool,
+    /// PELT signals (fair class), what they were last updated for, and the runqueue they
+    /// count on.
+    pub pelt: super::pelt::Pelt,
+    pub pelt_runnable: bool,
+    pub pelt_running: bool,
+    pub pelt_cpu: Option<topo::CpuId>,
     pub parent: Option<TaskId>,
     pub children_alive: u32,
     pub waiting_children: bool,

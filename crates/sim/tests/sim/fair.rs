@@ -115,3 +115,71 @@ fn a_waking_task_keeps_its_lag_against_the_new_average() {
         assert_eq!(k.tasks[t].deadline - k.tasks[t].vruntime, 750_000);
     }
 }
+
+/// Step `sim` until simulated time reaches `at`.
+fn step_to(sim: &mut Sim, at: u64) {
+    while sim.k.now < at {
+        assert!(sim.step().expect("runs"), "ended before {at}");
+    }
+}
+
+#[test]
+fn a_task_running_half_the_time_has_half_the_utilisation() {
+    let topo = machine(ONE_CPU);
+    let ms_of_cycles = topo.cpu_model.freq_mhz * 1e3;
+    let mut p = compute("half", 0.0, 0);
+    p.phases = vec![
+        Phase::Loop { count: 400 },
+        Phase::Compute {
+            cycles: 4.0 * ms_of_cycles,
+        },
+        Phase::Sleep {
+            ns: 4_000_000,
+            jitter: 0.0,
+        },
+        Phase::EndLoop,
+    ];
+    let mut sim = Sim::new(
+        topo.clone(),
+        Arc::new(workload(vec![p])),
+        scheduler("linux", &topo),
+        1,
+    );
+    step_to(&mut sim, 1_000_000_000);
+    let util = sim.k.task_pelt(0).util_avg;
+    let rq = sim.k.cpu_util(0);
+    // Over an 8 ms cycle the signal ripples by about 8% around 512.
+    assert!((util - 512.0).abs() < 60.0, "util_avg {util}");
+    assert!(
+        (rq - util).abs() < 1.0,
+        "the runqueue's is its only task's: {rq} vs {util}"
+    );
+}
+
+#[test]
+fn a_sleeping_tasks_load_decays_by_half_in_32_ms() {
+    let topo = machine(ONE_CPU);
+    let mut p = compute("step", topo.cpu_model.freq_mhz * 1e6, 0);
+    p.phases.push(Phase::Sleep {
+        ns: 500_000_000,
+        jitter: 0.0,
+    });
+    let mut sim = Sim::new(
+        topo.clone(),
+        Arc::new(workload(vec![p])),
+        scheduler("linux", &topo),
+        1,
+    );
+    // One second of running: the signals are at their full values.
+    step_to(&mut sim, 1_000_000_000);
+    let full = sim.k.cpu_load(0);
+    assert!((full - 1024.0).abs() < 1.0, "load_avg {full}");
+    let asleep = sim.k.tasks[0].last_ran;
+    step_to(&mut sim, asleep + 32 * 1_024_000);
+    let k = &sim.k;
+    // The blocked load stays on the CPU, decaying: half after 32 periods of 1024 us.
+    let at = |v: f64| v * 0.5f64.powf((k.now - asleep) as f64 / (32.0 * 1_024_000.0));
+    assert!((k.cpu_load(0) - at(full)).abs() < 1.0, "{}", k.cpu_load(0));
+    assert!((k.task_pelt(0).load_avg - k.cpu_load(0)).abs() < 1e-6);
+    assert!(k.cpu_load(0) < 0.52 * full);
+}

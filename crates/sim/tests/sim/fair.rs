@@ -183,3 +183,24 @@ fn a_sleeping_tasks_load_decays_by_half_in_32_ms() {
     assert!((k.task_pelt(0).load_avg - k.cpu_load(0)).abs() < 1e-6);
     assert!(k.cpu_load(0) < 0.52 * full);
 }
+
+#[test]
+fn two_busy_tasks_on_a_four_cpu_node_leave_it_spare_capacity_and_five_overload_it() {
+    use sim::sched::linux::stats::{GroupStats, GroupType};
+    let topo = machine("nodes=1,cpus-per-node=4");
+    let node = topo.node_cpus(0);
+    for (tasks, kind) in [
+        (2, GroupType::HasSpare),
+        (4, GroupType::FullyBusy),
+        (5, GroupType::Overloaded),
+    ] {
+        let mut w = workload(vec![compute("hog", 1e12, 0)]);
+        w.launches[0].count = tasks;
+        w.launches[0].cpu = None;
+        let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler("linux", &topo), 1);
+        step_to(&mut sim, 1_000_000_000);
+        let g = GroupStats::of(&sim.k, &node, 117, None);
+        assert_eq!(g.nr, tasks as usize);
+        assert_eq!(g.kind, kind, "{tasks} tasks: {g:?}");
+    }
+}

@@ -20,7 +20,7 @@ pub mod imbalance;
 mod lb;
 pub mod numab;
 pub use crate::kernel::pelt;
-mod stats;
+pub mod stats;
 pub mod topology;
 mod wake;
 
@@ -102,14 +102,15 @@ impl Linux {
             return 0;
         };
         let group = lv.groups[cpu][plan.group].clone();
-        let Some(src) = lb::busiest_queue(k, &group, cpu) else {
+        let Some(src) = lb::busiest_queue(k, &group, cpu, &plan) else {
             return 0;
         };
         let failed = self.failed[cpu][l];
         let tries = lv.cache_nice_tries;
         let numab = &self.numab;
+        let numa = lv.numa;
         let det = lb::detach(k, src, cpu, &plan, idle, failed, failed > tries, |k, t| {
-            numab.degrades_locality(k, t, cpu)
+            numab.degrades_locality(k, t, cpu, idle, numa)
         });
         if det.moved > 0 {
             self.failed[cpu][l] = 0;

@@ -199,7 +199,7 @@ fn two_busy_tasks_on_a_four_cpu_node_leave_it_spare_capacity_and_five_overload_i
         w.launches[0].cpu = None;
         let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler("linux", &topo), 1);
         step_to(&mut sim, 1_000_000_000);
-        let g = GroupStats::of(&sim.k, &node, 117, None);
+        let g = GroupStats::of(&sim.k, node, 117, None);
         assert_eq!(g.nr, tasks as usize);
         assert_eq!(g.kind, kind, "{tasks} tasks: {g:?}");
     }

@@ -124,7 +124,7 @@ fn real_of_virtual(vdelta: u64, weight: u64) -> Ns {
 
 /// Per-runqueue fair-class state: the queued tasks' weight and weighted `vruntime` sums
 /// (the running task is added when `V` is computed) and `min_vruntime`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct FairRq {
     /// Sum of the weights of the waiting tasks.
     pub load: u64,
@@ -132,6 +132,16 @@ pub struct FairRq {
     pub wv: i128,
     /// Monotonic floor of the runqueue's virtual time: `V` of an empty runqueue.
     pub min_vruntime: u64,
+}
+
+impl Default for FairRq {
+    fn default() -> Self {
+        FairRq {
+            load: 0,
+            wv: 0,
+            min_vruntime: VRUNTIME_ORIGIN,
+        }
+    }
 }
 
 impl FairRq {

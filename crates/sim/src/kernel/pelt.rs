@@ -66,8 +66,9 @@ pub struct Pelt {
 /// What an entity was doing since the last update (constant over the interval).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PeltInput {
-    /// Its load weight (a task's nice weight; a runqueue's sum of runnable weights).
-    pub weight: f64,
+    /// The load weight that is runnable: a runnable task's nice weight (0 while it sleeps),
+    /// a runqueue's sum of its runnable tasks' weights.
+    pub load: f64,
     /// Runnable (running or waiting), as a fraction: 1 for a task, the runnable count for a
     /// runqueue's `runnable_avg` (the kernel scales it by `SCHED_CAPACITY_SCALE` per task).
     pub runnable: f64,
@@ -103,7 +104,7 @@ impl Pelt {
         }
         let keep = decay(dt);
         let toward = |v: f64, target: f64| target + (v - target) * keep;
-        self.load_avg = toward(self.load_avg, input.weight * input.runnable);
+        self.load_avg = toward(self.load_avg, input.load);
         self.runnable_avg = toward(self.runnable_avg, CAPACITY_SCALE * input.runnable);
         self.util_avg = toward(self.util_avg, CAPACITY_SCALE * input.running);
         self.last_update = now;
@@ -121,7 +122,7 @@ impl Kernel {
         let rq = &self.rqs[cpu];
         let curr_w = rq.curr.map_or(0, |c| self.tasks[c].weight);
         PeltInput {
-            weight: (rq.fair.load + curr_w) as f64,
+            load: (rq.fair.load + curr_w) as f64,
             runnable: rq.nr_running() as f64,
             running: f64::from(u8::from(rq.curr.is_some())),
         }
@@ -129,9 +130,10 @@ impl Kernel {
 
     fn task_input(&self, t: TaskId) -> PeltInput {
         let task = &self.tasks[t];
+        let runnable = f64::from(u8::from(task.pelt_runnable));
         PeltInput {
-            weight: task.weight as f64,
-            runnable: f64::from(u8::from(task.pelt_runnable)),
+            load: task.weight as f64 * runnable,
+            runnable,
             running: f64::from(u8::from(task.pelt_running)),
         }
     }
@@ -140,6 +142,7 @@ impl Kernel {
     pub(super) fn pelt_sync_rq(&mut self, cpu: CpuId) {
         if self.pelt_on() {
             let input = self.rq_input(cpu);
+
             self.rqs[cpu].pelt.update(self.now, input);
         }
     }
@@ -244,12 +247,12 @@ mod tests {
     use crate::time::MS;
 
     const RUNNING: PeltInput = PeltInput {
-        weight: 1024.0,
+        load: 1024.0,
         runnable: 1.0,
         running: 1.0,
     };
     const SLEEPING: PeltInput = PeltInput {
-        weight: 1024.0,
+        load: 0.0,
         runnable: 0.0,
         running: 0.0,
     };
@@ -315,7 +318,7 @@ mod tests {
         nice5.update(
             2_000 * MS,
             PeltInput {
-                weight: w,
+                load: w,
                 runnable: 1.0,
                 running: 0.5,
             },

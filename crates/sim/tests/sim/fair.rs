@@ -204,3 +204,34 @@ fn two_busy_tasks_on_a_four_cpu_node_leave_it_spare_capacity_and_five_overload_i
         assert_eq!(g.kind, kind, "{tasks} tasks: {g:?}");
     }
 }
+
+#[test]
+fn each_runqueues_signals_are_the_sum_of_its_tasks() {
+    // numa_test with hackbench: forks, execs, wake-ups, balancing and NUMA moves all carry
+    // tasks' signals between CPUs; a runqueue's own average must stay their sum.
+    let topo = machine("azusa16");
+    let w = sim::workload::numa_test::numa_test(&small_params(32, 100_000, 10, true));
+    let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler("linux", &topo), 1);
+    let mut steps = 0;
+    while sim.step().expect("runs") {
+        steps += 1;
+        if steps % 7 != 0 {
+            continue;
+        }
+        let k = &sim.k;
+        for c in 0..topo.nr_cpus() {
+            let on = (0..k.tasks.len()).filter(|&t| k.tasks[t].pelt_cpu == Some(c));
+            let (load, util) = on.fold((0.0, 0.0), |(l, u), t| {
+                let p = k.task_pelt(t);
+                (l + p.load_avg, u + p.util_avg)
+            });
+            let rq = k.rq_pelt(c);
+            assert!(
+                (load - rq.load_avg).abs() <= 1e-6 * rq.load_avg.max(1.0)
+                    && (util - rq.util_avg).abs() <= 1e-6 * rq.util_avg.max(1.0),
+                "cpu {c} at {}: tasks {load}/{util}, runqueue {rq:?}",
+                k.now
+            );
+        }
+    }
+}

@@ -246,7 +246,8 @@ fn row(s: &ScoreboardSection, plan: &RowPlan<'_>, configs: Vec<ConfigResult>) ->
         } else {
             b.mean - a.mean
         };
-        100.0 * d / b.mean.abs().max(f64::MIN_POSITIVE)
+        // `+ 0.0` turns a negative zero into zero, so equal means print as +0.0%.
+        100.0 * d / b.mean.abs().max(f64::MIN_POSITIVE) + 0.0
     };
     let standing = match (focus, best) {
         (Some(f), Some(b)) => {

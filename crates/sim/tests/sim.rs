@@ -30,6 +30,8 @@ mod probe;
 mod props;
 #[path = "sim/schedulers.rs"]
 mod schedulers;
+#[path = "sim/scoreboard.rs"]
+mod scoreboard;
 #[path = "sim/studies.rs"]
 mod studies;
 #[path = "sim/workloads.rs"]

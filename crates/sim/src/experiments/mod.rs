@@ -14,6 +14,9 @@ pub mod error;
 mod mixrun;
 mod numa;
 mod report;
+pub mod scoreboard;
+pub mod scoreboard_report;
+pub mod scoreboard_run;
 pub mod spec;
 mod study_report;
 pub mod study_spec;
@@ -22,6 +25,8 @@ pub mod sweep;
 
 pub use error::{RunFailure, SweepError, ValueError};
 pub use mixrun::{BuildTimes, MixCell};
+pub use scoreboard::ScoreboardSection;
+pub use scoreboard_run::ScoreboardResults;
 pub use spec::{ExperimentSpec, Metric};
 pub use study_spec::{StudyKind, StudySection};
 pub use studyrun::StudyResults;
@@ -81,6 +86,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "oltp-numa.toml",
         include_str!("../../../../experiments/oltp-numa.toml"),
+    ),
+    (
+        "placement.toml",
+        include_str!("../../../../experiments/placement.toml"),
     ),
     (
         "tx7-node-affine.toml",
@@ -173,6 +182,8 @@ pub struct Outcome {
     pub mix: Vec<MixCell>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub study: Option<StudyResults>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scoreboard: Option<ScoreboardResults>,
     /// Sensitivity sweeps, in the file's order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<sweep::SweepResult>,
@@ -207,6 +218,9 @@ pub fn run(
         name: spec.name.clone(),
         source: Box::new(e),
     };
+    if let Some(b) = &spec.scoreboard {
+        return run_scoreboard(&spec, b, tick);
+    }
     let topo = std::sync::Arc::new(
         topo::resolve_machine(&spec.machine).map_err(|e| fail(RunFailure::from(e)))?,
     );
@@ -228,6 +242,7 @@ pub fn run(
         numa_test: Vec::new(),
         mix: Vec::new(),
         study: None,
+        scoreboard: None,
         sweeps: Vec::new(),
         markdown: String::new(),
         charts: Vec::new(),
@@ -252,6 +267,37 @@ pub fn run(
         name: spec.name.clone(),
         source,
     })?;
+    out.markdown = md;
+    out.charts = charts;
+    Ok(out)
+}
+
+/// A `[scoreboard]`: every row's configurations, then its report. A configuration that
+/// cannot run is reported as failed in its row; it does not stop the board.
+fn run_scoreboard(
+    spec: &ExperimentSpec,
+    b: &ScoreboardSection,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Outcome, ExperimentError> {
+    let results = scoreboard_run::run(b, spec.reps, spec.seed, tick);
+    let mut out = Outcome {
+        spec: spec.clone(),
+        options: Vec::new(),
+        kernels: Vec::new(),
+        numa_test: Vec::new(),
+        mix: Vec::new(),
+        study: None,
+        scoreboard: None,
+        sweeps: Vec::new(),
+        markdown: String::new(),
+        charts: Vec::new(),
+    };
+    let (md, charts) =
+        scoreboard_report::write(&out, b, &results).map_err(|source| ExperimentError::Chart {
+            name: spec.name.clone(),
+            source,
+        })?;
+    out.scoreboard = Some(results);
     out.markdown = md;
     out.charts = charts;
     Ok(out)

@@ -16,6 +16,8 @@ pub struct ExperimentSpec {
     pub title: String,
     #[serde(default)]
     pub description: String,
+    /// The machine; a `[scoreboard]` names one per row instead and leaves this out.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub machine: String,
     /// Scheduler specs, one column each (`pool:pool_delay=0,initial_lb=off`); absent for a
     /// `[study]`, which chooses its own `linux:...` options.
@@ -30,6 +32,8 @@ pub struct ExperimentSpec {
     pub mix: Option<MixSection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub study: Option<StudySection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoreboard: Option<super::scoreboard::ScoreboardSection>,
     /// Sensitivity sweeps of assumptions without a source (numa_test experiments).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<super::sweep::Sweep>,
@@ -163,19 +167,27 @@ impl ExperimentSpec {
             msg,
         };
         check_name(&self.name).map_err(|m| err("name", format!("name: {m}")))?;
-        let topo = topo::resolve_machine(&self.machine)
-            .map_err(|e| err("machine", format!("machine: {e}")))?;
         let sections = [
             self.numa_test.is_some(),
             self.mix.is_some(),
             self.study.is_some(),
+            self.scoreboard.is_some(),
         ];
         if sections.iter().filter(|s| **s).count() != 1 {
             return Err(err(
                 "name",
-                "give exactly one of the sections [numa_test], [mix] and [study]".into(),
+                "give exactly one of the sections [numa_test], [mix], [study] and [scoreboard]"
+                    .into(),
             ));
         }
+        if let Some(b) = &self.scoreboard {
+            return self.check_scoreboard(b, text, file);
+        }
+        if self.machine.is_empty() {
+            return Err(err("name", "missing field `machine`".into()));
+        }
+        let topo = topo::resolve_machine(&self.machine)
+            .map_err(|e| err("machine", format!("machine: {e}")))?;
         if let Some(s) = &self.study {
             return self.check_study(s, text, file);
         }
@@ -241,6 +253,45 @@ impl ExperimentSpec {
             ));
         }
         s.check(&self.machine, text, file)
+    }
+
+    /// A scoreboard names its machines and schedulers per row; `reps` is the repetitions
+    /// (or seeds) of every configuration.
+    fn check_scoreboard(
+        &self,
+        b: &super::scoreboard::ScoreboardSection,
+        text: &str,
+        file: &str,
+    ) -> Result<(), ExperimentError> {
+        let err = |key: &str, msg: &str| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, key),
+            msg: format!("{key}: {msg}"),
+        };
+        if !self.machine.is_empty() {
+            return Err(err(
+                "machine",
+                "not used by a [scoreboard] experiment (each row names its machine); remove it",
+            ));
+        }
+        if !self.schedulers.is_empty() {
+            return Err(err(
+                "schedulers",
+                "not used at the top of a [scoreboard] experiment (give them as scoreboard.schedulers and per row as historical); remove it",
+            ));
+        }
+        if !self.sweep.is_empty() {
+            return Err(err("sweep", "only numa_test experiments take sweeps"));
+        }
+        if self.reps == 0 {
+            return Err(err("reps", "must be at least 1"));
+        }
+        budget::reps("reps", f64::from(self.reps)).map_err(|e| ExperimentError::Parse {
+            file: file.into(),
+            line: key_line(text, "reps"),
+            msg: e.to_string(),
+        })?;
+        b.check(text, file)
     }
 
     pub fn sched_specs(&self) -> Vec<SchedSpec> {

@@ -5,13 +5,16 @@
 //! The bind variants run with balancing off only: their memory is bound (not scanned: NUMA
 //! balancing only handles default-policy memory) and their threads are pinned.
 
-use super::{StudyError, machine, prepare, secs, watch};
+use super::{StudyError, machine, prepare_placed, secs, watch};
 use crate::charts::{ChartError, Series, time_chart};
 use crate::kernel::NumaCounters;
+use crate::placement::PlacementSpec;
 use crate::time::Ns;
 use crate::workload::autonuma::{AutonumaParams, Bind, numa01, numa02};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::Arc;
+use topo::Topology;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Row {
@@ -75,43 +78,11 @@ pub fn study(
     let out = cases
         .par_iter()
         .map(|c| {
-            let w = if c.numa01 {
-                numa01(&topo, c.bind, p)
-            } else {
-                numa02(&topo, c.bind, p)
-            };
-            let name = w.name.clone();
             let spec = format!("linux:numa_balancing={}", c.mode);
-            let mut sim = prepare(&topo, w, &spec, seed)?;
-            let nodes = topo.nr_nodes();
-            let mut series = MemSeries {
-                program: name.clone(),
-                numa_balancing: c.mode.into(),
-                times_s: Vec::new(),
-                node_gib: vec![Vec::new(); nodes],
-            };
-            let err = |source| StudyError::Run {
-                workload: name.clone(),
-                sched: spec.clone(),
-                source,
-            };
-            watch(&mut sim, sample_every, Ns::MAX, |k, at| {
-                series.times_s.push(at as f64 / 1e9);
-                for (n, v) in series.node_gib.iter_mut().enumerate() {
-                    v.push(k.mem.used[n] as f64 / f64::from(1u32 << 30));
-                }
-                false
-            })
-            .map_err(err)?;
-            let r = sim.run().map_err(err)?;
-            let row = Row {
-                program: name,
-                numa_balancing: c.mode.into(),
-                elapsed_s: r.end_ns as f64 / 1e9,
-                user_s: r.tasks.iter().map(|t| t.user_ns).sum::<f64>() / 1e9,
-                sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<f64>() / 1e9,
-                numa: r.counters.numa.clone(),
-            };
+            let (mut row, mut series) =
+                run_one(&topo, c.numa01, c.bind, p, &spec, None, sample_every, seed)?;
+            row.numa_balancing = c.mode.into();
+            series.numa_balancing = c.mode.into();
             Ok((row, (c.bind == Bind::Free).then_some(series)))
         })
         .collect::<Result<Vec<_>, StudyError>>()?;
@@ -121,6 +92,59 @@ pub fn study(
         rows,
         memory: memory.into_iter().flatten().collect(),
     })
+}
+
+/// One run of numa01 (`numa01`) or numa02 with binding `bind`, scheduler spec `sched` and,
+/// when given, a node-level placement policy on top; the memory of each node is sampled
+/// every `sample_every`. The row's and the series' `numa_balancing` is the scheduler spec.
+#[allow(clippy::too_many_arguments)]
+pub fn run_one(
+    topo: &Arc<Topology>,
+    numa01_not_02: bool,
+    bind: Bind,
+    p: &AutonumaParams,
+    sched: &str,
+    placement: Option<&PlacementSpec>,
+    sample_every: Ns,
+    seed: u64,
+) -> Result<(Row, MemSeries), StudyError> {
+    let w = if numa01_not_02 {
+        numa01(topo, bind, p)
+    } else {
+        numa02(topo, bind, p)
+    };
+    let name = w.name.clone();
+    let mut sim = prepare_placed(topo, w, sched, placement, seed)?;
+    let nodes = topo.nr_nodes();
+    let mut series = MemSeries {
+        program: name.clone(),
+        numa_balancing: sched.into(),
+        times_s: Vec::new(),
+        node_gib: vec![Vec::new(); nodes],
+    };
+    let err = |source| StudyError::Run {
+        workload: name.clone(),
+        sched: sched.into(),
+        source,
+    };
+    watch(&mut sim, sample_every, Ns::MAX, |k, at| {
+        series.times_s.push(at as f64 / 1e9);
+        for (n, v) in series.node_gib.iter_mut().enumerate() {
+            v.push(k.mem.used[n] as f64 / f64::from(1u32 << 30));
+        }
+        false
+    })
+    .map_err(err)?;
+    let r = sim.run().map_err(err)?;
+    let row = Row {
+        program: name,
+        numa_balancing: sched.into(),
+        elapsed_s: r.end_ns as f64 / 1e9,
+        user_s: r.tasks.iter().map(|t| t.user_ns).sum::<f64>() / 1e9,
+        sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<f64>() / 1e9,
+        numa: r.counters.numa.clone(),
+    };
+    Ok((row, series))
 }
 
 impl Autonuma {

@@ -3,12 +3,15 @@
 //! with NUMA balancing off, on and in its 2012 form; or that it never converged within the
 //! watch. Also the fraction of each process's memory on its threads' node at that moment.
 
-use super::{StudyError, machine, prepare, watch};
+use super::{StudyError, machine, prepare_placed, watch};
 use crate::kernel::{Kernel, TaskState};
+use crate::placement::PlacementSpec;
 use crate::time::{MS, Ns};
 use crate::workload::convergence::{ConvergenceParams, convergence};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::Arc;
+use topo::Topology;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Row {
@@ -104,43 +107,61 @@ pub fn study(
         .collect();
     let rows = runs
         .par_iter()
-        .map(|&((procs, threads), mode)| {
-            let p = ConvergenceParams {
-                processes: procs,
-                threads,
-                ..base.clone()
-            };
+        .map(|&(shape, mode)| {
             let spec = format!("linux:numa_balancing={mode}");
-            let mut sim = prepare(&topo, convergence(&p), &spec, seed)?;
-            let (np, nt) = (procs as usize, threads as usize);
-            let mut local = 0.0;
-            let at = watch(&mut sim, 100 * MS, watch_for, |k, _| {
-                let done = converged(k, np, nt);
-                if done {
-                    local = mem_local(k, np);
-                }
-                done
-            })
-            .map_err(|source| StudyError::Run {
-                workload: format!("convergence {procs}x{threads}"),
-                sched: spec.clone(),
-                source,
-            })?;
-            if at.is_none() {
-                local = mem_local(&sim.k, np);
-            }
-            Ok(Row {
-                shape: format!("{procs}x{threads}"),
-                mode: mode.to_string(),
-                converged_s: at.map(|t| t as f64 / 1e9),
-                mem_local: local,
-            })
+            let mut row = run_one(&topo, shape, base, watch_for, &spec, None, seed)?;
+            row.mode = mode.to_string();
+            Ok(row)
         })
         .collect::<Result<Vec<Row>, StudyError>>()?;
     Ok(Convergence {
         machine: topo.name.clone(),
         watch_s: watch_for as f64 / 1e9,
         rows,
+    })
+}
+
+/// One run of the convergence workload of `shape` (processes, threads), watched for
+/// `watch_for` and checked every 100 ms, with scheduler spec `sched` and, when given, a
+/// node-level placement policy on top (its decisions are part of the stepped run, so the
+/// time to converge counts them). The row's `mode` is the scheduler spec.
+pub fn run_one(
+    topo: &Arc<Topology>,
+    (procs, threads): (u32, u32),
+    base: &ConvergenceParams,
+    watch_for: Ns,
+    sched: &str,
+    placement: Option<&PlacementSpec>,
+    seed: u64,
+) -> Result<Row, StudyError> {
+    let p = ConvergenceParams {
+        processes: procs,
+        threads,
+        ..base.clone()
+    };
+    let mut sim = prepare_placed(topo, convergence(&p), sched, placement, seed)?;
+    let (np, nt) = (procs as usize, threads as usize);
+    let mut local = 0.0;
+    let at = watch(&mut sim, 100 * MS, watch_for, |k, _| {
+        let done = converged(k, np, nt);
+        if done {
+            local = mem_local(k, np);
+        }
+        done
+    })
+    .map_err(|source| StudyError::Run {
+        workload: format!("convergence {procs}x{threads}"),
+        sched: sched.into(),
+        source,
+    })?;
+    if at.is_none() {
+        local = mem_local(&sim.k, np);
+    }
+    Ok(Row {
+        shape: format!("{procs}x{threads}"),
+        mode: sched.to_string(),
+        converged_s: at.map(|t| t as f64 / 1e9),
+        mem_local: local,
     })
 }
 

@@ -4,10 +4,13 @@
 //! already had the `two-tasks` rule, so the table compares every rule with that kernel
 //! ([`BASELINE`]), not with `none`.
 
-use super::{StudyError, machine, run, secs};
+use super::{StudyError, machine, run_placed, secs};
+use crate::placement::PlacementSpec;
 use crate::workload::light_load::{LightLoadParams, light_load};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::Arc;
+use topo::Topology;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Row {
@@ -45,28 +48,9 @@ pub fn study(
         .par_iter()
         .map(|rule| {
             let spec = format!("linux:numa_imbalance={rule},numa_balancing={numa_balancing}");
-            let r = run(&topo, light_load(p), &spec, seed)?;
-            let mut nodes: Vec<usize> = r
-                .tasks
-                .iter()
-                .filter(|t| t.job)
-                .flat_map(|t| {
-                    t.node_user_ns
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, ns)| **ns > 0.0)
-                        .map(|(n, _)| n)
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            nodes.sort_unstable();
-            nodes.dedup();
-            Ok(Row {
-                rule: rule.to_string(),
-                runtime_s: r.end_ns as f64 / 1e9,
-                nodes,
-                node_migrations: r.counters.node_migrations,
-            })
+            let mut row = run_one(&topo, p, &spec, None, seed)?;
+            row.rule = rule.to_string();
+            Ok(row)
         })
         .collect::<Result<Vec<Row>, StudyError>>()?;
     Ok(LightLoad {
@@ -74,6 +58,40 @@ pub fn study(
         iterations: p.iterations,
         numa_balancing: numa_balancing.into(),
         rows,
+    })
+}
+
+/// One run of the light-load program with scheduler spec `sched` and, when given, a
+/// node-level placement policy on top (as `homenode sim --placement` runs it). The row's
+/// `rule` is the scheduler spec.
+pub fn run_one(
+    topo: &Arc<Topology>,
+    p: &LightLoadParams,
+    sched: &str,
+    placement: Option<&PlacementSpec>,
+    seed: u64,
+) -> Result<Row, StudyError> {
+    let r = run_placed(topo, light_load(p), sched, placement, seed)?;
+    let mut nodes: Vec<usize> = r
+        .tasks
+        .iter()
+        .filter(|t| t.job)
+        .flat_map(|t| {
+            t.node_user_ns
+                .iter()
+                .enumerate()
+                .filter(|(_, ns)| **ns > 0.0)
+                .map(|(n, _)| n)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    Ok(Row {
+        rule: sched.to_string(),
+        runtime_s: r.end_ns as f64 / 1e9,
+        nodes,
+        node_migrations: r.counters.node_migrations,
     })
 }
 

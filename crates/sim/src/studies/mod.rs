@@ -15,6 +15,7 @@ pub mod light_load;
 pub mod oltp;
 
 use crate::kernel::Kernel;
+use crate::placement::{PlacementError, PlacementSpec};
 use crate::program::Workload;
 use crate::sched::{self, SchedSpec};
 use crate::sim::{RunError, RunResult, Sim};
@@ -34,6 +35,8 @@ pub enum StudyError {
         name: String,
         reason: crate::program::ProgramError,
     },
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
     #[error("{workload} with {sched}: {source}")]
     Run {
         workload: String,
@@ -59,6 +62,18 @@ pub fn prepare(
     sched: &str,
     seed: u64,
 ) -> Result<Sim, StudyError> {
+    prepare_placed(topo, w, sched, None, seed)
+}
+
+/// [`prepare`] with a node-level placement policy on top of the scheduler, as `--placement`
+/// runs it for `homenode sim` (`None`: no placement layer at all).
+pub fn prepare_placed(
+    topo: &Arc<Topology>,
+    w: Workload,
+    sched: &str,
+    placement: Option<&PlacementSpec>,
+    seed: u64,
+) -> Result<Sim, StudyError> {
     let bad = |reason| StudyError::Workload {
         name: w.name.clone(),
         reason,
@@ -67,7 +82,11 @@ pub fn prepare(
     w.check_machine(topo).map_err(bad)?;
     let spec = SchedSpec::parse(sched).map_err(|e| StudyError::Scheduler(e.into()))?;
     let s = sched::build(&spec, topo)?;
-    Ok(Sim::new(topo.clone(), Arc::new(w), s, seed).with_time_limit(3600 * SEC))
+    let mut sim = Sim::new(topo.clone(), Arc::new(w), s, seed).with_time_limit(3600 * SEC);
+    if let Some(p) = placement {
+        sim = sim.with_placement(p.build()?);
+    }
+    Ok(sim)
 }
 
 /// Run `w` to completion.
@@ -77,8 +96,19 @@ pub fn run(
     sched: &str,
     seed: u64,
 ) -> Result<RunResult, StudyError> {
+    run_placed(topo, w, sched, None, seed)
+}
+
+/// [`run`] with a node-level placement policy on top of the scheduler.
+pub fn run_placed(
+    topo: &Arc<Topology>,
+    w: Workload,
+    sched: &str,
+    placement: Option<&PlacementSpec>,
+    seed: u64,
+) -> Result<RunResult, StudyError> {
     let name = w.name.clone();
-    prepare(topo, w, sched, seed)?
+    prepare_placed(topo, w, sched, placement, seed)?
         .run()
         .map_err(|source| StudyError::Run {
             workload: name,

@@ -14,11 +14,14 @@
 //! shorter than the scanner's sweep of the buffer cache leaves balancing little to act on,
 //! which is why the experiment file runs the reference size.
 
-use super::{StudyError, machine, run};
+use super::{StudyError, machine, run_placed};
+use crate::placement::PlacementSpec;
 use crate::sim::RunResult;
 use crate::workload::oltp::{OltpParams, oltp};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::Arc;
+use topo::Topology;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Row {
@@ -71,6 +74,28 @@ fn tps(r: &RunResult, tx: u64) -> f64 {
     tx as f64 / client_s(r)
 }
 
+/// One run of the oltp server with `clients` client threads (transactions per thread scaled
+/// as [`study`] does), scheduler spec `sched` and, when given, a node-level placement policy
+/// on top. Returns the transactions per second and the run.
+pub fn run_one(
+    topo: &Arc<Topology>,
+    clients: u32,
+    base: &OltpParams,
+    sched: &str,
+    placement: Option<&PlacementSpec>,
+    seed: u64,
+) -> Result<(f64, RunResult), StudyError> {
+    let cpus = topo.nr_cpus() as u32;
+    let per = tx_for(base.tx_per_thread, clients, cpus);
+    let p = OltpParams {
+        clients,
+        tx_per_thread: per,
+        ..base.clone()
+    };
+    let r = run_placed(topo, oltp(&p), sched, placement, seed)?;
+    Ok((tps(&r, u64::from(clients) * u64::from(per)), r))
+}
+
 pub fn study(
     machine_name: &str,
     threads: &[u32],
@@ -87,17 +112,15 @@ pub fn study(
     let results = runs
         .par_iter()
         .map(|&(n, mode)| {
-            let p = OltpParams {
-                clients: n,
-                tx_per_thread: tx_for(base.tx_per_thread, n, cpus),
-                ..base.clone()
-            };
-            run(
+            run_one(
                 &topo,
-                oltp(&p),
+                n,
+                base,
                 &format!("linux:numa_balancing={mode}"),
+                None,
                 seed,
             )
+            .map(|(_, r)| r)
         })
         .collect::<Result<Vec<RunResult>, StudyError>>()?;
     let rows = threads

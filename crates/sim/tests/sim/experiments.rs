@@ -83,6 +83,7 @@ fn the_shipped_experiments_parse() {
             "convergence",
             "light-load-2020",
             "oltp-numa",
+            "placement",
             "tx7-node-affine",
             "wildfire-pmqs-vs-aa"
         ]

@@ -11,10 +11,11 @@
 //!   balancer does; new-idle balancing walks all levels ([`lb`]).
 //! - NUMA balancing ([`numab`]) runs from the running task's tick.
 //!
-//! Run order is the kernel model's round robin with a fixed slice (`timeslice`, the 3 ms EEVDF
-//! base slice): for equal-weight CPU-bound tasks this is what vruntime ordering gives; sleeper
-//! credit (wake-up preemption) is the model's interactivity bonus. Load is counted in tasks,
-//! not PELT averages (see docs/POLICIES.md).
+//! Run order is the kernel model's fair class (`crate::kernel::fair`): EEVDF by default,
+//! CFS with `class=cfs`. Every load decision reads PELT signals (`crate::kernel::pelt`): the
+//! group statistics ([`stats`]), the imbalance and the tasks it moves ([`lb`]), fork/exec and
+//! wake-up placement ([`wake`]) and NUMA balancing's moves ([`numab`]); docs/POLICIES.md has
+//! the kernel version of each rule.
 
 pub mod imbalance;
 mod lb;

@@ -5,8 +5,9 @@
 //! Scores are the kernel's: a task's weight on a node is 1000 x its (or its group's) faults
 //! there over all its faults; a move needs an improvement, a swap an improvement of at least
 //! `SMALLIMP` over the best so far. A plain move is allowed when the destination node has
-//! spare CPUs and the imbalance it leaves is tolerated by the NUMA imbalance rule, or when it
-//! does not worsen the load imbalance between the two nodes (`load_too_imbalanced`).
+//! spare capacity (PELT, `numa_classify`) and the task-count imbalance it leaves is tolerated
+//! by the NUMA imbalance rule, or, into a busy node, when it does not worsen the PELT load
+//! imbalance between the two nodes (`load_too_imbalanced`); a swap passes the same load test.
 
 use super::{Mode, NumaBalancing};
 use crate::kernel::{Kernel, TaskId, TaskState};

@@ -235,3 +235,18 @@ fn each_runqueues_signals_are_the_sum_of_its_tasks() {
         }
     }
 }
+
+#[test]
+fn an_unknown_class_names_the_option_and_the_choices() {
+    let topo = machine(ONE_CPU);
+    let spec = sim::sched::SchedSpec::parse("linux:class=bfs").expect("parses");
+    let e = sim::sched::build(&spec, &topo)
+        .err()
+        .expect("bfs is not a class")
+        .to_string();
+    assert!(
+        e.contains("class") && e.contains("bfs") && e.contains("eevdf") && e.contains("cfs"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1);
+}

@@ -7,7 +7,8 @@ use crate::numa_test::run_seed;
 use crate::sched;
 use crate::sim::Sim;
 use crate::time::secs;
-use crate::workload::mix::make_name;
+use crate::workload::kbuild::PipelineParams;
+use crate::workload::mix::{MixDisks, make_name};
 use crate::workload::{BonnieParams, KbuildParams, MixParams, mix};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -34,6 +35,13 @@ pub struct MixCell {
     pub elapsed_s: f64,
     /// Moves between nodes per run (mean).
     pub node_migrations: f64,
+    /// The kernel's 1-minute load average: the mean over a run's 5 s samples, averaged over
+    /// the runs, and the highest sample of any run.
+    pub load_mean: f64,
+    pub load_peak: f64,
+    /// Share of the run each disk spent serving requests (mean over disks and runs; 0
+    /// without a disk queue).
+    pub disk_busy: f64,
 }
 
 pub fn params(m: &MixSection) -> MixParams {
@@ -46,11 +54,23 @@ pub fn params(m: &MixSection) -> MixParams {
         },
         bonnies: m.bonnies,
         bonnie: BonnieParams::default(),
+        disks: m.disks.map(|count| MixDisks {
+            count,
+            params: Default::default(),
+            pipeline: PipelineParams::default(),
+        }),
     }
 }
 
-/// (build wall times, elapsed, node migrations) of one run.
-type RunOut = (Vec<f64>, f64, u64);
+/// What one run gives.
+struct RunOut {
+    builds: Vec<f64>,
+    elapsed_s: f64,
+    node_migrations: u64,
+    load_mean: f64,
+    load_peak: f64,
+    disk_busy: f64,
+}
 
 pub fn run(
     spec: &ExperimentSpec,
@@ -85,7 +105,17 @@ pub fn run(
                         .map_or(0.0, |t| secs(t.exited - t.created))
                 })
                 .collect();
-            Ok((builds, secs(r.end_ns), r.counters.node_migrations))
+            let busy = &r.disks.busy_ns;
+            let disk_busy = busy.iter().map(|&b| b as f64).sum::<f64>()
+                / (busy.len().max(1) as f64 * r.end_ns.max(1) as f64);
+            Ok(RunOut {
+                builds,
+                elapsed_s: secs(r.end_ns),
+                node_migrations: r.counters.node_migrations,
+                load_mean: r.load.mean,
+                load_peak: r.load.peak,
+                disk_busy,
+            })
         })
         .collect();
     let mut it = runs.into_iter();
@@ -94,7 +124,7 @@ pub fn run(
         let mine: Vec<RunOut> = (0..spec.reps)
             .map(|_| it.next().unwrap_or(Err(RunFailure::MissingRun)))
             .collect::<Result<_, _>>()?;
-        let all: Vec<f64> = mine.iter().flat_map(|r| r.0.iter().copied()).collect();
+        let all: Vec<f64> = mine.iter().flat_map(|r| r.builds.iter().copied()).collect();
         let n = mine.len().max(1) as f64;
         cells.push(MixCell {
             scheduler: s.to_string(),
@@ -104,8 +134,11 @@ pub fn run(
                 max: all.iter().copied().fold(0.0, f64::max),
                 mean: all.iter().sum::<f64>() / all.len().max(1) as f64,
             },
-            elapsed_s: mine.iter().map(|r| r.1).sum::<f64>() / n,
-            node_migrations: mine.iter().map(|r| r.2 as f64).sum::<f64>() / n,
+            elapsed_s: mine.iter().map(|r| r.elapsed_s).sum::<f64>() / n,
+            node_migrations: mine.iter().map(|r| r.node_migrations as f64).sum::<f64>() / n,
+            load_mean: mine.iter().map(|r| r.load_mean).sum::<f64>() / n,
+            load_peak: mine.iter().map(|r| r.load_peak).fold(0.0, f64::max),
+            disk_busy: mine.iter().map(|r| r.disk_busy).sum::<f64>() / n,
             build_s: all,
         });
     }

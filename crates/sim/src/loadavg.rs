@@ -64,11 +64,17 @@ impl LoadAvg {
     }
 
     pub fn summary(&self) -> LoadSummary {
-        let n = self.samples.len();
+        self.summary_until(Ns::MAX)
+    }
+
+    /// Mean and peak of the samples taken up to `end` (the first sample is at `LOAD_FREQ`).
+    pub fn summary_until(&self, end: Ns) -> LoadSummary {
+        let n = (end / LOAD_FREQ).min(self.samples.len() as u64) as usize;
+        let s = &self.samples[..n];
         LoadSummary {
             samples: n,
-            mean: self.samples.iter().sum::<f64>() / n.max(1) as f64,
-            peak: self.samples.iter().copied().fold(0.0, f64::max),
+            mean: s.iter().sum::<f64>() / n.max(1) as f64,
+            peak: s.iter().copied().fold(0.0, f64::max),
         }
     }
 }
@@ -89,6 +95,9 @@ mod tests {
         // Truncation leaves the fixed point a few units of 1/2048 below 10.
         assert!((l.one_minute() - 10.0).abs() < 0.01, "{}", l.one_minute());
         assert_eq!(l.next, 202 * LOAD_FREQ, "the next sample after 201");
+        let early = l.summary_until(LOAD_FREQ);
+        assert_eq!(early.samples, 1);
+        assert!((early.mean - early.peak).abs() < 1e-12 && early.peak < 1.0);
         for _ in 0..200 {
             l.sample(0);
         }

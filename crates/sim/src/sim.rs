@@ -4,7 +4,7 @@
 use crate::disk::DiskStats;
 use crate::engine::Event;
 use crate::kernel::{Counters, Kernel};
-use crate::loadavg::{LoadAvg, LoadSummary};
+use crate::loadavg::LoadAvg;
 use crate::placement::{Placement, PlacementStats};
 use crate::program::Workload;
 use crate::rng::SeedTree;
@@ -78,8 +78,8 @@ pub struct RunResult {
     pub cpu_busy_ns: Vec<Ns>,
     /// What the node-level placement policy did, when one ran.
     pub placement: Option<PlacementStats>,
-    /// The 1-minute load average over the run (`crate::loadavg`).
-    pub load: LoadSummary,
+    /// The load average over the run (`crate::loadavg`): its 5 s samples.
+    pub load: LoadAvg,
     /// Requests and busy time of each disk (empty without `Io` phases).
     pub disks: DiskStats,
 }
@@ -311,7 +311,7 @@ impl Sim {
             stale_events: k.events.popped - k.events.handled,
             cpu_busy_ns: k.rqs.iter().map(|r| r.busy_ns).collect(),
             placement: self.placement.as_ref().map(|p| p.stats.clone()),
-            load: self.load.summary(),
+            load: self.load.clone(),
             disks: k.disks.stats(),
             tasks,
         }

@@ -35,10 +35,12 @@ pub struct MixCell {
     pub elapsed_s: f64,
     /// Moves between nodes per run (mean).
     pub node_migrations: f64,
-    /// The kernel's 1-minute load average: the mean over a run's 5 s samples, averaged over
-    /// the runs, and the highest sample of any run.
+    /// The kernel's 1-minute load average while the builds run (5 s samples up to the end of
+    /// the last build): the mean of a run's samples averaged over the runs, and the highest
+    /// sample of any run; and the mean over the whole run.
     pub load_mean: f64,
     pub load_peak: f64,
+    pub load_mean_run: f64,
     /// Share of the run each disk spent serving requests (mean over disks and runs; 0
     /// without a disk queue).
     pub disk_busy: f64,
@@ -69,6 +71,7 @@ struct RunOut {
     node_migrations: u64,
     load_mean: f64,
     load_peak: f64,
+    load_mean_run: f64,
     disk_busy: f64,
 }
 
@@ -96,15 +99,15 @@ pub fn run(
                     source,
                 })?;
             tick();
-            let builds = (0..m.builds)
-                .map(|b| {
+            let makes: Vec<_> = (0..m.builds)
+                .filter_map(|b| {
                     let name = make_name(b);
-                    r.tasks
-                        .iter()
-                        .find(|t| t.program == name)
-                        .map_or(0.0, |t| secs(t.exited - t.created))
+                    r.tasks.iter().find(|t| t.program == name)
                 })
                 .collect();
+            let builds = makes.iter().map(|t| secs(t.exited - t.created)).collect();
+            let builds_end = makes.iter().map(|t| t.exited).max().unwrap_or(0);
+            let during = r.load.summary_until(builds_end);
             let busy = &r.disks.busy_ns;
             let disk_busy = busy.iter().map(|&b| b as f64).sum::<f64>()
                 / (busy.len().max(1) as f64 * r.end_ns.max(1) as f64);
@@ -112,8 +115,9 @@ pub fn run(
                 builds,
                 elapsed_s: secs(r.end_ns),
                 node_migrations: r.counters.node_migrations,
-                load_mean: r.load.mean,
-                load_peak: r.load.peak,
+                load_mean: during.mean,
+                load_peak: during.peak,
+                load_mean_run: r.load.summary().mean,
                 disk_busy,
             })
         })
@@ -138,6 +142,7 @@ pub fn run(
             node_migrations: mine.iter().map(|r| r.node_migrations as f64).sum::<f64>() / n,
             load_mean: mine.iter().map(|r| r.load_mean).sum::<f64>() / n,
             load_peak: mine.iter().map(|r| r.load_peak).fold(0.0, f64::max),
+            load_mean_run: mine.iter().map(|r| r.load_mean_run).sum::<f64>() / n,
             disk_busy: mine.iter().map(|r| r.disk_busy).sum::<f64>() / n,
             build_s: all,
         });

@@ -255,7 +255,8 @@ fn mix_table(
          The kernel's 1-minute load average (running, runnable and disk-waiting tasks, sampled \
          every 5 s, `EXP_1` = 1884/2048, from 0 at the start as after boot). Published for the \
          original runs: 100-200.\n\n\
-         | scheduler | mean | peak | disk busy |\n| --- | --- | --- | --- |"
+         | scheduler | mean during the builds | peak | mean over the run | disk busy |\n\
+         | --- | --- | --- | --- | --- |"
     );
     for c in cells {
         let busy = if disks.is_some() {
@@ -265,14 +266,15 @@ fn mix_table(
         };
         let _ = writeln!(
             md,
-            "| `{}` | {:.1} | {:.1} | {busy} |",
-            c.scheduler, c.load_mean, c.load_peak
+            "| `{}` | {:.1} | {:.1} | {:.1} | {busy} |",
+            c.scheduler, c.load_mean, c.load_peak, c.load_mean_run
         );
     }
     let _ = writeln!(
         md,
-        "\nMean: of each run's samples, averaged over the runs; peak: the highest sample of any \
-         run; disk busy: the share of the run a disk spent serving requests.\n"
+        "\nDuring the builds: the samples up to the end of the last build; mean: of each run's \
+         samples, averaged over the runs; peak: the highest such sample of any run; disk busy: \
+         the share of the whole run a disk spent serving requests.\n"
     );
     let _ = writeln!(
         md,

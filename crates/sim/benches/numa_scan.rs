@@ -31,6 +31,7 @@ fn workload(bytes: u64) -> Workload {
             }],
             job: true,
             affinity: Some(vec![0]),
+            nice: 0,
         }],
         launches: vec![Launch::once(0)],
         channels: 0,

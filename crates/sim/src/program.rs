@@ -243,6 +243,8 @@ pub struct Program {
     pub job: bool,
     /// Restrict tasks to these CPUs (None: all CPUs).
     pub affinity: Option<Vec<usize>>,
+    /// Nice value of its tasks (-20..=19): their load weight under the fair class.
+    pub nice: i32,
 }
 
 impl Program {

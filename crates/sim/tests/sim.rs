@@ -14,6 +14,8 @@ mod determinism;
 mod disk;
 #[path = "sim/experiments.rs"]
 mod experiments;
+#[path = "sim/fair.rs"]
+mod fair;
 #[path = "sim/golden.rs"]
 mod golden;
 #[path = "sim/historic.rs"]

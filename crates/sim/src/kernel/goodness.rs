@@ -89,6 +89,9 @@ impl Kernel {
     /// address space.
     pub fn preemption_gain(&self, t: TaskId, cpu: CpuId) -> Option<i32> {
         let c = self.rqs[cpu].curr?;
+        if self.params.fair.is_some() {
+            return Some(i32::from(self.fair_preempts(t, cpu)));
+        }
         Some(match self.params.goodness {
             Some(_) => {
                 let mm = Some(self.tasks[c].pid);

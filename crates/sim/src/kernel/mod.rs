@@ -12,8 +12,10 @@
 mod affinity;
 pub mod cost;
 mod exec;
+pub mod fair;
 pub mod goodness;
 mod numa;
+pub mod pelt;
 mod rates;
 mod run;
 pub mod sched_api;
@@ -63,6 +65,9 @@ pub struct KernelParams {
     pub starvation_limit: Ns,
     /// The 2.4 `goodness()` base instead of the O(1) one (`aa`, `pmqs`): see [`goodness`].
     pub goodness: Option<goodness::GoodnessParams>,
+    /// Today's fair class (EEVDF or CFS) instead of the O(1) run order (`linux`): see
+    /// [`fair`].
+    pub fair: Option<fair::FairParams>,
 }
 
 impl Default for KernelParams {
@@ -75,6 +80,7 @@ impl Default for KernelParams {
             page_group_bytes: 2 << 20,
             starvation_limit: 0,
             goodness: None,
+            fair: None,
         }
     }
 }
@@ -207,6 +213,10 @@ pub struct RunQueue {
     /// When the first task of the current round went to the next one (the O(1) runqueue's
     /// `expired_timestamp`); cleared when the rounds switch or the CPU goes idle.
     pub expired_since: Option<Ns>,
+    /// Fair class bookkeeping (unused by the other bases).
+    pub fair: fair::FairRq,
+    /// PELT signals of the runqueue (fair class).
+    pub pelt: pelt::Pelt,
 }
 
 impl RunQueue {
@@ -353,6 +363,8 @@ impl Kernel {
                 boundary_at: None,
                 busy_ns: 0,
                 expired_since: None,
+                fair: fair::FairRq::default(),
+                pelt: pelt::Pelt::default(),
             })
             .collect();
         let mut events = EventQueue::new();
@@ -444,7 +456,7 @@ impl Kernel {
     /// A task with at least +2 priority bonus counts as interactive (nice 0 threshold).
     /// The 2.4 base has no such notion (a sleeper's credit is its counter).
     pub fn is_interactive(&self, t: TaskId) -> bool {
-        self.params.goodness.is_none() && self.prio(t) <= 118
+        self.params.goodness.is_none() && self.params.fair.is_none() && self.prio(t) <= 118
     }
 
     /// Whether `t` may move to `dst` now; `hot_ok` lets a balancer override cache hotness.
@@ -467,8 +479,15 @@ impl Kernel {
     pub fn migrate_queued(&mut self, t: TaskId, dst: CpuId) {
         let src = self.tasks[t].cpu;
         debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
+        if self.params.fair.is_some() {
+            self.fair_save_lag(t, src);
+            self.pelt_sync_rq(src);
+        }
         if self.rqs[src].queue.remove(self.tasks[t].rq_key, t) {
             self.nr_waiting -= 1;
+            if self.params.fair.is_some() {
+                self.fair_unqueued(src, t);
+            }
         }
         self.enqueue(t, dst, false);
     }

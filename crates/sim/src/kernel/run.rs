@@ -1,6 +1,7 @@
 //! Running tasks: enqueue and dispatch, progress and accounting, time slices, preemption,
 //! wake-ups and sleeps. Balance ticks are in `ticks.rs`, rates and contention in `rates.rs`.
 
+use super::fair::Placing;
 use super::sched_api::{CpuScheduler, IdleType};
 use super::task::{PhaseWork, TaskState};
 use super::{Kernel, TaskId};
@@ -23,15 +24,36 @@ impl Kernel {
                 self.tasks[t].node_migrations += 1;
             }
         }
-        let prio = self.queue_prio(t, cpu);
-        let seq = self.next_seq();
-        let round = self.rqs[cpu].round;
+        let key = if self.params.fair.is_some() {
+            self.pelt_attach(t, cpu);
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, true, false);
+            let how = if !self.tasks[t].placed {
+                Placing::New
+            } else if wakeup {
+                Placing::Wakeup
+            } else {
+                Placing::Migrated
+            };
+            self.tasks[t].placed = true;
+            self.fair_place(t, cpu, how);
+            (self.fair_key(t), 0, self.next_seq())
+        } else {
+            let prio = self.queue_prio(t, cpu);
+            (self.rqs[cpu].round, prio, self.next_seq())
+        };
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.state = TaskState::Runnable;
-        task.rq_key = (round, prio, seq);
-        self.rqs[cpu].queue.push((round, prio, seq), t);
+        task.rq_key = key;
+        self.rqs[cpu].queue.push(key, t);
+        if self.params.fair.is_some() {
+            self.fair_queued(cpu, t);
+        }
         self.nr_waiting += 1;
+        // The fair class checks preemption whenever a task joins a runqueue (wake-up, new
+        // task, migration: `wakeup_preempt`); the older bases on wake-up only.
+        let check = wakeup || self.params.fair.is_some();
         match self.rqs[cpu].curr {
             None => {
                 self.resched(cpu);
@@ -41,7 +63,7 @@ impl Kernel {
                 }
             }
             Some(_) => {
-                if wakeup && self.preemption_gain(t, cpu).is_some_and(|g| g > 0) {
+                if check && self.preemption_gain(t, cpu).is_some_and(|g| g > 0) {
                     self.rqs[cpu].need_resched = true;
                     self.counters.preemptions += 1;
                     self.resched(cpu);
@@ -101,6 +123,14 @@ impl Kernel {
 
     /// Current task leaves the CPU (blocked, exited or requeued).
     pub(super) fn put_curr(&mut self, cpu: CpuId) {
+        if let Some(t) = self.rqs[cpu].curr {
+            if self.params.fair.is_some() {
+                self.settle(t);
+                self.fair_save_lag(t, cpu);
+                self.pelt_sync_rq(cpu);
+                self.pelt_task_state(t, false, false);
+            }
+        }
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.tasks[t].last_ran = self.now;
             self.tasks[t].left_round = self.rqs[cpu].round;
@@ -110,6 +140,9 @@ impl Kernel {
             ) {
                 self.mark_contention_dirty();
             }
+            if self.tasks[t].state == TaskState::Exited {
+                self.pelt_detach_dead(t);
+            }
         }
     }
 
@@ -117,6 +150,12 @@ impl Kernel {
     /// interactive, as the O(1) scheduler's expired array does, and next round even so once
     /// the expired tasks have starved long enough: `EXPIRED_STARVING`).
     fn expire(&mut self, cpu: CpuId, t: TaskId) {
+        if self.params.fair.is_some() {
+            self.put_curr(cpu);
+            self.fair_renew(t);
+            self.requeue(t, cpu, false);
+            return;
+        }
         let starving = self.expired_starving(cpu);
         self.put_curr(cpu);
         self.tasks[t].slice_left = self.params.timeslice;
@@ -148,13 +187,22 @@ impl Kernel {
     }
 
     fn requeue(&mut self, t: TaskId, cpu: CpuId, next_round: bool) {
-        let prio = self.queue_prio(t, cpu);
-        let seq = self.next_seq();
-        let round = self.rqs[cpu].round + u64::from(next_round);
+        let key = if self.params.fair.is_some() {
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, true, false);
+            (self.fair_key(t), 0, self.next_seq())
+        } else {
+            let prio = self.queue_prio(t, cpu);
+            let round = self.rqs[cpu].round + u64::from(next_round);
+            (round, prio, self.next_seq())
+        };
         let task = &mut self.tasks[t];
         task.state = TaskState::Runnable;
-        task.rq_key = (round, prio, seq);
-        self.rqs[cpu].queue.push((round, prio, seq), t);
+        task.rq_key = key;
+        self.rqs[cpu].queue.push(key, t);
+        if self.params.fair.is_some() {
+            self.fair_queued(cpu, t);
+        }
         self.nr_waiting += 1;
         self.unpark_balancers();
     }
@@ -168,7 +216,14 @@ impl Kernel {
                 self.counters.balance_calls += 1;
                 s.balance(self, cpu, IdleType::NewIdle);
             }
-            let Some(t) = self.rqs[cpu].queue.pop_first() else {
+            let fair = self.params.fair.is_some();
+            let next = if fair {
+                self.pelt_sync_rq(cpu);
+                self.fair_pop(cpu)
+            } else {
+                self.rqs[cpu].queue.pop_first()
+            };
+            let Some(t) = next else {
                 // 2.5 schedule() clears the expired array's timestamp when it goes idle.
                 self.rqs[cpu].expired_since = None;
                 self.go_idle(cpu);
@@ -176,16 +231,22 @@ impl Kernel {
             };
             self.nr_waiting -= 1;
             let was_idle_cpu = self.rqs[cpu].balance_parked || self.rqs[cpu].balance_idle;
-            if self.tasks[t].rq_key.0 != self.rqs[cpu].round {
-                // The active array ran empty and the arrays switched.
-                self.rqs[cpu].expired_since = None;
+            if !fair {
+                if self.tasks[t].rq_key.0 != self.rqs[cpu].round {
+                    // The active array ran empty and the arrays switched.
+                    self.rqs[cpu].expired_since = None;
+                }
+                self.rqs[cpu].round = self.tasks[t].rq_key.0;
             }
-            self.rqs[cpu].round = self.tasks[t].rq_key.0;
             self.rqs[cpu].curr = Some(t);
             self.tasks[t].last_cpu = Some(cpu);
             self.counters.context_switches += 1;
             self.tasks[t].state = TaskState::Running;
             self.tasks[t].last_settle = self.now;
+            if fair {
+                self.tasks[t].slice_left = self.fair_pick_slice(t, cpu);
+                self.pelt_task_state(t, true, true);
+            }
             if self.tasks[t].first_cpu.is_none() {
                 self.tasks[t].first_cpu = Some(cpu);
             }
@@ -256,6 +317,9 @@ impl Kernel {
         }
         task.last_settle = now;
         task.slice_left = task.slice_left.saturating_sub(dt);
+        if self.params.fair.is_some() {
+            task.vruntime += super::fair::calc_delta_fair(dt, task.weight);
+        }
         task.sleep_avg = task.sleep_avg.saturating_sub(dt);
         self.rqs[cpu].busy_ns += dt;
         let mut d = dt as f64;

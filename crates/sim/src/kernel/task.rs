@@ -89,8 +89,25 @@ pub struct Task {
     pub sleep_since: Ns,
     /// Time slice left, ns.
     pub slice_left: Ns,
-    /// Runqueue ordering key: (round, priority, sequence).
+    /// Runqueue ordering key: (round, priority, sequence), or (deadline or vruntime, 0,
+    /// sequence) under the fair class.
     pub rq_key: (u64, i32, u64),
+    /// Fair class: load weight from the nice value, virtual runtime, virtual deadline
+    /// (EEVDF), lag kept while off a runqueue (EEVDF: `V - vruntime`; CFS: `vruntime -
+    /// min_vruntime`), and slice protection since the last pick (`RUN_TO_PARITY`).
+    pub weight: u64,
+    pub vruntime: u64,
+    pub deadline: u64,
+    pub vlag: i64,
+    pub protect: bool,
+    /// Placed on a runqueue at least once (the first placement is a new task's).
+    pub placed: bool,
+    /// PELT signals (fair class), what they were last updated for, and the runqueue they
+    /// count on.
+    pub pelt: super::pelt::Pelt,
+    pub pelt_runnable: bool,
+    pub pelt_running: bool,
+    pub pelt_cpu: Option<topo::CpuId>,
     pub parent: Option<TaskId>,
     pub children_alive: u32,
     pub waiting_children: bool,

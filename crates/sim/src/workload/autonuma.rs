@@ -130,6 +130,7 @@ pub fn numa01(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
             regions: regions.clone(),
             job: true,
             affinity: cpus.clone(),
+            nice: 0,
         });
         programs.push(Program {
             name: format!("numa01-{i}-thread"),
@@ -137,6 +138,7 @@ pub fn numa01(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
             regions,
             job: true,
             affinity: cpus,
+            nice: 0,
         });
     }
     Workload {
@@ -182,6 +184,7 @@ pub fn numa02(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
         regions: regions.clone(),
         job: true,
         affinity: affinity(0),
+        nice: 0,
     }];
     for i in 1..threads {
         programs.push(Program {
@@ -190,6 +193,7 @@ pub fn numa02(t: &Topology, bind: Bind, p: &AutonumaParams) -> Workload {
             regions: regions.clone(),
             job: true,
             affinity: affinity(i),
+            nice: 0,
         });
     }
     Workload::from_main(format!("numa02{}", bind.suffix()), programs)

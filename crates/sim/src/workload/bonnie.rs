@@ -66,6 +66,7 @@ pub fn bonnie_program(p: &BonnieParams, name: &str) -> Program {
         ],
         job: false,
         affinity: None,
+        nice: 0,
     }
 }
 

@@ -50,6 +50,7 @@ pub fn convergence(p: &ConvergenceParams) -> Workload {
         }],
         job: true,
         affinity: None,
+        nice: 0,
     };
     Workload {
         name: format!("convergence {}x{}", p.processes, p.threads),

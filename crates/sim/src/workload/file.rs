@@ -85,6 +85,9 @@ struct ProgramSpec {
     job: bool,
     #[serde(default)]
     affinity: Option<Vec<usize>>,
+    /// Nice value, -20..=19 (the span locates a bad value).
+    #[serde(default)]
+    nice: Option<toml::Spanned<i64>>,
     #[serde(default)]
     region: Vec<RegionFile>,
     phase: Vec<PhaseSpec>,
@@ -211,6 +214,27 @@ fn one() -> u32 {
     1
 }
 
+/// The program's nice value (0 when not given); out of range, an error at its line.
+fn program_nice(p: &ProgramSpec, text: &str, file: &str) -> Result<i32, WorkloadError> {
+    let Some(n) = &p.nice else {
+        return Ok(0);
+    };
+    let v = *n.get_ref();
+    if (-20..=19).contains(&v) {
+        return Ok(v as i32);
+    }
+    let (line, col) = line_col(text, n.span().start);
+    Err(WorkloadError::Syntax {
+        file: file.to_string(),
+        line,
+        col,
+        msg: format!(
+            "program `{}`: nice = {v} is out of range (valid: -20 to 19)",
+            p.name
+        ),
+    })
+}
+
 /// Parse a workload file's text; `file` names it in errors.
 pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError> {
     let spec: FileSpec = toml::from_str(text).map_err(|e| {
@@ -246,6 +270,7 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
     };
     let mut programs = Vec::new();
     for p in &spec.program {
+        let nice = program_nice(p, text, file)?;
         let regions = lower_regions(p, &invalid)?;
         let ctx = Ctx {
             prog: &p.name,
@@ -264,6 +289,7 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
             regions,
             job: p.job,
             affinity: p.affinity.clone(),
+            nice,
         });
     }
     let mut launches = Vec::new();
@@ -532,5 +558,28 @@ program = "reader"
         let bad = GOOD.replace("{ touch = \"data\" }", "{ touch = \"data\", wait = true }");
         let e = parse_workload(&bad, "pair.toml").unwrap_err().to_string();
         assert!(e.contains("exactly one of"), "{e}");
+    }
+
+    #[test]
+    fn nice_is_read_and_checked_at_its_line() {
+        let w = parse_workload(
+            &GOOD.replace("job = true", "job = true\nnice = 5"),
+            "p.toml",
+        );
+        assert_eq!(w.expect("valid").programs[0].nice, 5);
+        assert_eq!(
+            parse_workload(GOOD, "p.toml").expect("valid").programs[0].nice,
+            0
+        );
+        for bad in ["nice = 20", "nice = -21"] {
+            let text = GOOD.replace("job = true", &format!("job = true\n{bad}"));
+            let e = parse_workload(&text, "p.toml").unwrap_err().to_string();
+            assert!(e.starts_with("p.toml:7:"), "{e}");
+            assert!(
+                e.contains("worker") && e.contains("nice") && e.contains("-20 to 19"),
+                "{e}"
+            );
+            assert_eq!(e.lines().count(), 1);
+        }
     }
 }

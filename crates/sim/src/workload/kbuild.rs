@@ -140,6 +140,7 @@ pub fn add_kbuild(p: &KbuildParams, tag: &str, programs: &mut Vec<Program>) -> u
             regions: vec![],
             job: false,
             affinity: None,
+            nice: 0,
         });
         make.push(Phase::Kernel {
             cycles: p.fork_exec_cycles,
@@ -157,6 +158,7 @@ pub fn add_kbuild(p: &KbuildParams, tag: &str, programs: &mut Vec<Program>) -> u
         regions: vec![],
         job: false,
         affinity: None,
+        nice: 0,
     });
     programs.len() - 1
 }
@@ -256,6 +258,7 @@ fn plain(name: String, phases: Vec<Phase>) -> Program {
         regions: vec![],
         job: false,
         affinity: None,
+        nice: 0,
     }
 }
 
@@ -342,6 +345,7 @@ fn add_passes(
         ],
         job: true,
         affinity: None,
+        nice: 0,
     });
     programs.push(plain(
         name("as"),
@@ -395,6 +399,7 @@ fn cc(p: &KbuildParams, name: &str, cycles: f64) -> Program {
         ],
         job: true,
         affinity: None,
+        nice: 0,
     }
 }
 

@@ -61,6 +61,7 @@ fn worker(name: &str, p: &LightLoadParams, write: bool) -> Program {
         regions: shared_line(),
         job: true,
         affinity: None,
+        nice: 0,
     }
 }
 
@@ -83,6 +84,7 @@ pub fn light_load(p: &LightLoadParams) -> Workload {
         regions: shared_line(),
         job: false,
         affinity: None,
+        nice: 0,
     };
     Workload::from_main(
         format!(

@@ -115,6 +115,7 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
         ],
         job: true,
         affinity: None,
+        nice: 0,
     };
     let mut programs = vec![randupdt];
     let mut dispatch = vec![
@@ -155,6 +156,7 @@ pub fn numa_test(p: &NumaTestParams) -> Workload {
         regions: vec![],
         job: false,
         affinity: None,
+        nice: 0,
     });
     let dispatch_idx = programs.len() - 1;
     Workload {
@@ -208,6 +210,7 @@ fn hackbench(p: &NumaTestParams, programs: &mut Vec<Program>) -> (usize, usize) 
                 regions: vec![],
                 job: false,
                 affinity: None,
+                nice: 0,
             });
             main.push(Phase::Kernel {
                 cycles: p.fork_cycles,
@@ -236,6 +239,7 @@ fn hackbench(p: &NumaTestParams, programs: &mut Vec<Program>) -> (usize, usize) 
             regions: vec![],
             job: false,
             affinity: None,
+            nice: 0,
         });
         main.push(Phase::Kernel {
             cycles: p.fork_cycles * per_group as f64,
@@ -253,6 +257,7 @@ fn hackbench(p: &NumaTestParams, programs: &mut Vec<Program>) -> (usize, usize) 
         regions: vec![],
         job: false,
         affinity: None,
+        nice: 0,
     });
     (programs.len() - 1, groups * per_group)
 }

@@ -98,6 +98,7 @@ pub fn oltp(p: &OltpParams) -> Workload {
         regions: regions.clone(),
         job: true,
         affinity: None,
+        nice: 0,
     };
     let server = Program {
         name: "server".into(),
@@ -112,6 +113,7 @@ pub fn oltp(p: &OltpParams) -> Workload {
         regions,
         job: false,
         affinity: None,
+        nice: 0,
     };
     Workload::from_main(format!("oltp clients={}", p.clients), vec![server, client])
 }

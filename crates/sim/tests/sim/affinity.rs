@@ -102,6 +102,7 @@ fn pinned_to_cpu(cpu: usize, n: u32, free: u32) -> Workload {
         }],
         job: true,
         affinity,
+        nice: 0,
     };
     let w = Workload {
         name: "one-cpu".into(),

@@ -11,6 +11,7 @@ fn program(name: &str, phases: Vec<Phase>) -> Program {
         regions: vec![],
         job: false,
         affinity: None,
+        nice: 0,
     }
 }
 

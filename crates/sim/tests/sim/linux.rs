@@ -42,6 +42,7 @@ fn remote_memory(bytes: u64, ops: f64, worker_cpus: Option<Vec<usize>>) -> Workl
                 regions: regions.clone(),
                 job: false,
                 affinity: Some(vec![2, 3]),
+                nice: 0,
             },
             Program {
                 name: "worker".into(),
@@ -49,6 +50,7 @@ fn remote_memory(bytes: u64, ops: f64, worker_cpus: Option<Vec<usize>>) -> Workl
                 regions,
                 job: true,
                 affinity: worker_cpus,
+                nice: 0,
             },
         ],
         launches: vec![Launch {
@@ -109,6 +111,7 @@ fn remote_memory_full_node(worker_cpus: Option<Vec<usize>>) -> Workload {
         }],
         job: false,
         affinity: Some(vec![0]),
+        nice: 0,
     });
     w.launches.insert(
         0,

@@ -412,6 +412,7 @@ fn touch_part_places_only_the_groups_it_wrote() {
                 }],
                 job: true,
                 affinity: None,
+                nice: 0,
             }],
             launches: vec![Launch::once(0)],
             channels: 0,

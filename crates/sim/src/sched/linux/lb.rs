@@ -2,23 +2,32 @@
 //!
 //! 1. Only one CPU of the local group balances a level: the first idle one, or the group's
 //!    first CPU when none is idle (`should_we_balance`); a new-idle pass always runs.
-//! 2. `find_busiest_group`: the busiest other group is the one of the highest group type; among
-//!    equals, the highest load per CPU (overloaded, fully busy) or the fewest idle CPUs then the
-//!    most tasks (has spare). The decision and the migration type follow the kernel's
-//!    `find_busiest_group`/`calculate_imbalance` (see [`plan`]); at NUMA levels the imbalance
-//!    goes through the `numa_imbalance` rule.
-//! 3. `find_busiest_queue`: the CPU of that group with the most runnable tasks.
+//! 2. `find_busiest_group` on PELT group statistics ([`super::stats`]): the busiest other
+//!    group is the one of the highest group type; among equals, the highest `avg_load`
+//!    (overloaded; fully busy groups have none, so the first one stays), or the fewest idle
+//!    CPUs then the most tasks (has spare). The decision and the migration type follow the
+//!    kernel's `find_busiest_group`/`calculate_imbalance` (see [`plan`]); at NUMA levels the
+//!    imbalance goes through the `numa_imbalance` rule.
+//! 3. `find_busiest_queue`: the CPU of that group with the highest `load_avg` (a `load`
+//!    imbalance; a CPU with one task heavier than the imbalance is skipped), the highest
+//!    `util_avg` among CPUs with 2+ tasks (`util`), or the most tasks (`task`).
 //! 4. `detach_tasks`: waiting tasks are taken (least recently queued first) until the
 //!    imbalance is met, skipping running, pinned and cache-hot ones (hot: ran within
 //!    `sched_migration_cost`, or would leave its preferred NUMA node, unless the level failed
-//!    more than `cache_nice_tries` times); a new-idle pass takes one task. A `load` imbalance
-//!    below one task lets a task go only after failures (`load >> nr_balance_failed`).
+//!    more than `cache_nice_tries` times); a new-idle pass takes one task. Each task counts
+//!    1 (`task`), its `load_avg` (`load`) or its `util_avg` (`util`) against the imbalance,
+//!    and is skipped when that, halved per failure (`shr_bound`), is more than what is left;
+//!    a `load` below 16 is skipped until the level has failed once (`LB_MIN`).
 //! 5. Active balance: when a `task` imbalance found only running tasks and the level failed
 //!    more than `cache_nice_tries + 2` times, the running task is pushed to the idle CPU.
+//!
+//! Imbalances are in units of 1024 (one nice-0 task's full load, one CPU's capacity): 1.0 is
+//! one such task.
 
 use super::imbalance::{NumaImbalance, Pair};
 use super::stats::{GroupStats, GroupType};
 use super::topology::Level;
+use crate::kernel::pelt::CAPACITY_SCALE;
 use crate::kernel::{Kernel, Refusal, TaskId};
 use crate::sched::IdleType;
 use crate::sched::balance::pull_order;
@@ -74,7 +83,7 @@ pub fn plan(
             Some(b) if s.kind == GroupType::HasSpare => {
                 s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.nr > b.nr)
             }
-            Some(b) => s.avg_load() > b.avg_load(),
+            Some(b) => s.avg_load > b.avg_load,
         };
         if better {
             busiest = Some(i);
@@ -85,14 +94,14 @@ pub fn plan(
     if local.kind > b.kind {
         return None;
     }
-    let total_nr: usize = stats.iter().map(|s| s.nr).sum();
-    let total_w: usize = stats.iter().map(|s| s.weight).sum();
-    let avg = total_nr as f64 / total_w.max(1) as f64;
+    let total_load: f64 = stats.iter().map(|s| s.load).sum();
+    let total_cap: f64 = stats.iter().map(GroupStats::capacity).sum();
+    let sds_avg = total_load * CAPACITY_SCALE / total_cap.max(1.0);
     if local.kind == GroupType::Overloaded {
         let pct = f64::from(lv.imbalance_pct);
-        if local.avg_load() >= b.avg_load()
-            || local.avg_load() >= avg
-            || 100.0 * b.avg_load() <= pct * local.avg_load()
+        if local.avg_load >= b.avg_load
+            || local.avg_load >= sds_avg
+            || 100.0 * b.avg_load <= pct * local.avg_load
         {
             return None;
         }
@@ -106,7 +115,7 @@ pub fn plan(
     {
         return None;
     }
-    let (kind, imbalance) = imbalance(lv, cpu, idle, rule, local, b, avg, force)?;
+    let (kind, imbalance) = imbalance(lv, cpu, idle, rule, local, b, sds_avg, force)?;
     (imbalance > 0.0).then_some(Plan {
         group: bi,
         kind,
@@ -114,7 +123,7 @@ pub fn plan(
     })
 }
 
-/// `calculate_imbalance`.
+/// `calculate_imbalance`, in units of 1024.
 #[allow(clippy::too_many_arguments)]
 fn imbalance(
     lv: &Level,
@@ -123,14 +132,14 @@ fn imbalance(
     rule: NumaImbalance,
     local: GroupStats,
     b: GroupStats,
-    avg: f64,
+    sds_avg: f64,
     prefer_sibling: bool,
 ) -> Option<(Migration, f64)> {
     if local.kind == GroupType::HasSpare {
         if b.kind > GroupType::FullyBusy && !lv.shares_llc {
-            // Fill the local group's idle capacity.
-            let spare = local.idle_cpus as f64;
-            if spare == 0.0 && idle.is_idle() {
+            // Fill the local group's spare capacity.
+            let spare = (local.capacity().max(local.util) - local.util) / CAPACITY_SCALE;
+            if spare <= 0.0 && idle.is_idle() {
                 return Some((Migration::Task, 1.0));
             }
             return Some((Migration::Util, spare));
@@ -157,20 +166,43 @@ fn imbalance(
         };
         return Some((Migration::Task, imb as f64));
     }
-    if local.kind < GroupType::Overloaded && local.avg_load() >= b.avg_load() {
+    let local_avg = local.load_per_cap();
+    if local.kind < GroupType::Overloaded && (local_avg >= b.avg_load || local_avg >= sds_avg) {
         return None;
     }
-    let imb = ((b.avg_load() - avg) * b.weight as f64)
-        .min((avg - local.avg_load()) * local.weight as f64);
+    let imb = ((b.avg_load - sds_avg) * b.capacity()).min((sds_avg - local_avg) * local.capacity())
+        / CAPACITY_SCALE
+        / CAPACITY_SCALE;
     Some((Migration::Load, imb.max(0.0)))
 }
 
-/// The CPU of `group` to pull from: most runnable tasks (lowest id on ties), not `cpu`.
-pub fn busiest_queue(k: &Kernel, group: &CpuSet, cpu: CpuId) -> Option<CpuId> {
-    group
+/// `find_busiest_queue`: the CPU of `group` to pull from for `plan`, not `cpu`.
+pub fn busiest_queue(k: &Kernel, group: &CpuSet, cpu: CpuId, plan: &Plan) -> Option<CpuId> {
+    let cands: Vec<CpuId> = group
         .iter()
         .filter(|&c| c != cpu && k.nr_running(c) > 0)
-        .max_by_key(|&c| (k.nr_running(c), std::cmp::Reverse(c)))
+        .collect();
+    let best = |key: &dyn Fn(CpuId) -> f64, keep: &dyn Fn(CpuId) -> bool| {
+        cands
+            .iter()
+            .copied()
+            .filter(|&c| keep(c))
+            .fold(None, |best: Option<(CpuId, f64)>, c| {
+                let v = key(c);
+                match best {
+                    Some((_, bv)) if bv >= v => best,
+                    _ => Some((c, v)),
+                }
+            })
+            .map(|(c, _)| c)
+    };
+    match plan.kind {
+        Migration::Load => best(&|c| k.cpu_load(c), &|c| {
+            k.nr_running(c) > 1 || k.cpu_load(c) / CAPACITY_SCALE <= plan.imbalance
+        }),
+        Migration::Util => best(&|c| k.cpu_util(c), &|c| k.nr_running(c) > 1),
+        Migration::Task => best(&|c| k.nr_running(c) as f64, &|_| true),
+    }
 }
 
 /// Outcome of detaching tasks from the busiest queue.
@@ -179,8 +211,9 @@ pub struct Detached {
 }
 
 /// `detach_tasks` + `attach_tasks`: move waiting tasks from `src` to `dst`.
-/// `hot_ok`: the level failed often enough that cache-hot tasks may go; `degrades(t)`: moving
-/// `t` would take it away from its preferred NUMA node (treated as cache hot).
+/// `hot_ok`: the level failed often enough that cache-hot tasks may go; `degrades(t)`: what
+/// moving `t` does to its NUMA locality (`migrate_degrades_locality`: hot, not hot, or decide
+/// by its cache).
 #[allow(clippy::too_many_arguments)]
 pub fn detach(
     k: &mut Kernel,
@@ -190,7 +223,7 @@ pub fn detach(
     idle: IdleType,
     failed: u32,
     hot_ok: bool,
-    degrades: impl Fn(&Kernel, TaskId) -> bool,
+    degrades: impl Fn(&Kernel, TaskId) -> Option<bool>,
 ) -> Detached {
     let cands = pull_order(k, src);
     let mut left = plan.imbalance;
@@ -200,18 +233,31 @@ pub fn detach(
         if left <= 0.0 || (idle == IdleType::NewIdle && moved > 0) {
             break;
         }
-        if plan.kind == Migration::Load && 1.0 / f64::from(1u32 << failed.min(16)) > left {
+        let amount = match plan.kind {
+            Migration::Task => 1.0,
+            Migration::Load => k.task_pelt(t).load_avg.max(1.0) / CAPACITY_SCALE,
+            Migration::Util => k.task_pelt(t).util_avg / CAPACITY_SCALE,
+        };
+        if plan.kind == Migration::Load && amount * CAPACITY_SCALE < 16.0 && failed == 0 {
             continue;
         }
-        if !hot_ok && k.tasks[t].affinity.contains(dst) && degrades(k, t) {
+        if plan.kind != Migration::Task && amount / f64::from(1u32 << failed.min(16)) > left {
+            continue;
+        }
+        let locality = if k.tasks[t].affinity.contains(dst) {
+            degrades(k, t)
+        } else {
+            None
+        };
+        if !hot_ok && locality == Some(true) {
             k.counters.refuse(Refusal::CacheHot);
             continue;
         }
-        match k.can_migrate(t, dst, hot_ok) {
+        match k.can_migrate(t, dst, hot_ok || locality == Some(false)) {
             Ok(()) => {
                 k.migrate_queued(t, dst);
                 moved += 1;
-                left -= 1.0;
+                left -= amount;
             }
             Err(r) => k.counters.refuse(r),
         }

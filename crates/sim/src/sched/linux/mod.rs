@@ -19,13 +19,14 @@
 pub mod imbalance;
 mod lb;
 pub mod numab;
-pub mod pelt;
-mod stats;
+pub use crate::kernel::pelt;
+pub mod stats;
 pub mod topology;
 mod wake;
 
 use super::options::{SchedOptions, fmt_duration};
 use super::{CpuScheduler, ExecPlacement, IdleType};
+use crate::kernel::fair::{FairClass, FairParams};
 use crate::kernel::{Kernel, KernelParams, TaskId};
 use crate::sched::error::OptionError;
 use crate::time::{MS, Ns, US};
@@ -51,9 +52,14 @@ impl Linux {
     pub fn new(topo: &Topology, o: &mut SchedOptions) -> Result<Self, OptionError> {
         let mode = Mode::parse(&o.string("numa_balancing", "on"))?;
         let rule = NumaImbalance::parse(&o.string("numa_imbalance", "imb_numa_nr"))?;
+        let class = o.choice("class", "eevdf", &FairClass::NAMES)?;
+        let class = FairClass::parse(class).unwrap_or(FairClass::Eevdf);
+        let mut fair = FairParams::for_cpus(class, topo.nr_cpus());
+        fair.base_slice = o.duration("base_slice", fair.base_slice)?.max(1);
         let kernel = KernelParams {
-            timeslice: o.duration("timeslice", 3 * MS)?.max(1),
+            timeslice: fair.base_slice,
             cache_decay: o.duration("migration_cost", 500 * US)?,
+            fair: Some(fair),
             ..KernelParams::default()
         };
         let np = numab::Params::from_options(o)?;
@@ -79,6 +85,12 @@ impl Linux {
         })
     }
 
+    fn fair(&self) -> FairParams {
+        self.kernel
+            .fair
+            .unwrap_or(FairParams::for_cpus(FairClass::Eevdf, 8))
+    }
+
     /// One `load_balance()` of `cpu` at level `l`. Returns tasks moved.
     fn load_balance(&mut self, k: &mut Kernel, cpu: CpuId, l: usize, idle: IdleType) -> usize {
         let lv = &self.levels[l];
@@ -90,14 +102,15 @@ impl Linux {
             return 0;
         };
         let group = lv.groups[cpu][plan.group].clone();
-        let Some(src) = lb::busiest_queue(k, &group, cpu) else {
+        let Some(src) = lb::busiest_queue(k, &group, cpu, &plan) else {
             return 0;
         };
         let failed = self.failed[cpu][l];
         let tries = lv.cache_nice_tries;
         let numab = &self.numab;
+        let numa = lv.numa;
         let det = lb::detach(k, src, cpu, &plan, idle, failed, failed > tries, |k, t| {
-            numab.degrades_locality(k, t, cpu)
+            numab.degrades_locality(k, t, cpu, idle, numa)
         });
         if det.moved > 0 {
             self.failed[cpu][l] = 0;
@@ -168,7 +181,8 @@ impl CpuScheduler for Linux {
         let mut v = vec![
             ("numa_balancing".into(), self.numab.mode.to_string()),
             ("numa_imbalance".into(), self.rule.to_string()),
-            ("timeslice".into(), fmt_duration(self.kernel.timeslice)),
+            ("class".into(), self.fair().class.name().into()),
+            ("base_slice".into(), fmt_duration(self.fair().base_slice)),
             (
                 "migration_cost".into(),
                 fmt_duration(self.kernel.cache_decay),
@@ -183,7 +197,10 @@ impl CpuScheduler for Linux {
     }
 
     fn kernel_base(&self) -> &'static str {
-        "fair class, simplified (round/priority order, no vruntime, no PELT)"
+        match self.fair().class {
+            FairClass::Eevdf => "EEVDF fair class (6.6+), PELT load",
+            FairClass::Cfs => "CFS fair class (vruntime, before 6.6), PELT load",
+        }
     }
 
     fn balance_interval(&self, k: &Kernel, cpu: CpuId, idle: bool) -> Ns {

@@ -18,6 +18,7 @@
 use super::imbalance::{NumaImbalance, Pair};
 use super::stats::{GroupStats, GroupType};
 use super::topology::Level;
+use crate::kernel::pelt::CAPACITY_SCALE;
 use crate::kernel::{Kernel, TaskId};
 use topo::{CpuId, CpuSet};
 
@@ -35,13 +36,13 @@ pub fn wake_cpu(levels: &[Level], k: &Kernel, t: TaskId, waker: Option<CpuId>) -
             .iter()
             .find(|lv| lv.wake_affine && lv.spans[w].contains(prev))
         {
-            target = wake_affine(k, lv, w, prev);
+            target = wake_affine(k, lv, w, prev, t);
         }
     }
     select_idle_sibling(k, allowed, prev, target)
 }
 
-fn wake_affine(k: &Kernel, lv: &Level, this: CpuId, prev: CpuId) -> CpuId {
+fn wake_affine(k: &Kernel, lv: &Level, this: CpuId, prev: CpuId, t: TaskId) -> CpuId {
     let share_llc = k.topo.cpus[this].llc == k.topo.cpus[prev].llc;
     if idle(k, this) && share_llc {
         return if idle(k, prev) { prev } else { this };
@@ -54,11 +55,25 @@ fn wake_affine(k: &Kernel, lv: &Level, this: CpuId, prev: CpuId) -> CpuId {
     if idle(k, prev) {
         return prev;
     }
-    // wake_affine_weight: the waker's CPU with the wakee added against the previous CPU with a
-    // half-margin bonus.
-    let this_load = (k.nr_running(this) + 1) as u64 * 100;
-    let prev_load = k.nr_running(prev) as u64 * (100 + u64::from(lv.imbalance_pct - 100) / 2);
-    if this_load < prev_load { this } else { prev }
+    wake_affine_weight(k, lv, this, prev, t)
+}
+
+/// `wake_affine_weight` (PELT loads): the waker's CPU, its own load taken off (a sync
+/// wake-up) and the wakee's added, against the previous CPU without the wakee, which gets
+/// half the `imbalance_pct` margin (`WA_BIAS`); ties go to the previous CPU.
+fn wake_affine_weight(k: &Kernel, lv: &Level, this: CpuId, prev: CpuId, t: TaskId) -> CpuId {
+    let mut this_load = k.cpu_load(this);
+    if let Some(waker) = k.rqs[this].curr {
+        let current = k.task_pelt(waker).load_avg;
+        if current > this_load {
+            return this;
+        }
+        this_load -= current;
+    }
+    let task_load = k.task_pelt(t).load_avg;
+    let this_eff = (this_load + task_load) * 100.0;
+    let prev_eff = (k.cpu_load(prev) - task_load) * f64::from(100 + (lv.imbalance_pct - 100) / 2);
+    if this_eff < prev_eff { this } else { prev }
 }
 
 fn select_idle_sibling(k: &Kernel, allowed: &CpuSet, prev: CpuId, target: CpuId) -> CpuId {
@@ -104,7 +119,7 @@ pub fn idlest_cpu(
     let mut cpu = cpu;
     loop {
         let lv = &levels[l];
-        match idlest_group(k, lv, cpu, allowed, rule) {
+        match idlest_group(k, lv, cpu, t, rule) {
             Some(g) => {
                 let group = &lv.groups[cpu][g];
                 let new = group
@@ -128,16 +143,27 @@ pub fn idlest_cpu(
     }
 }
 
-/// `find_idlest_group`: index of a group better than the local one, or None to stay.
+/// `find_idlest_group`: index of a group better than the local one, or None to stay. The
+/// statistics leave out the task being placed (`update_sg_wakeup_stats`).
 fn idlest_group(
     k: &Kernel,
     lv: &Level,
     cpu: CpuId,
-    allowed: &CpuSet,
+    t: TaskId,
     rule: NumaImbalance,
 ) -> Option<usize> {
+    let allowed = &k.tasks[t].affinity;
     let groups = &lv.groups[cpu];
-    let stats = GroupStats::of_groups(k, lv, cpu);
+    let stats: Vec<GroupStats> = groups
+        .iter()
+        .map(|g| {
+            let mut s = GroupStats::of(k, g, lv.imbalance_pct, Some(t));
+            if s.kind != GroupType::HasSpare {
+                s.avg_load = s.load_per_cap();
+            }
+            s
+        })
+        .collect();
     let local = stats[0];
     let mut best: Option<usize> = None;
     for (i, s) in stats.iter().enumerate().skip(1) {
@@ -148,9 +174,9 @@ fn idlest_group(
             None => true,
             Some(b) if s.kind != b.kind => s.kind < b.kind,
             Some(b) if s.kind == GroupType::HasSpare => {
-                s.idle_cpus > b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.nr < b.nr)
+                s.idle_cpus > b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.util < b.util)
             }
-            Some(b) => s.avg_load() < b.avg_load(),
+            Some(b) => s.avg_load < b.avg_load,
         };
         if better {
             best = Some(i);
@@ -165,14 +191,12 @@ fn idlest_group(
         return (local.kind > b.kind).then_some(bi);
     }
     if local.kind != GroupType::HasSpare {
-        // One nice-0 task's load as the margin, as a fraction of the group.
-        let margin = f64::from(lv.imbalance_pct - 100) / 100.0 / local.weight.max(1) as f64;
-        let (la, ba) = (local.avg_load(), b.avg_load());
-        let stay = if lv.numa {
-            ba + margin >= la
-        } else {
-            ba >= la + margin || 100.0 * la <= f64::from(lv.imbalance_pct) * ba
-        };
+        // One nice-0 task's load times the imbalance_pct margin, per 1024 of capacity.
+        let margin = CAPACITY_SCALE * f64::from(lv.imbalance_pct - 100) / 100.0;
+        let (la, ba) = (local.avg_load, b.avg_load);
+        let stay = (lv.numa && ba + margin >= la)
+            || ba >= la + margin
+            || 100.0 * la <= f64::from(lv.imbalance_pct) * ba;
         return (!stay).then_some(bi);
     }
     if lv.numa {

@@ -10,12 +10,17 @@
 
 use super::{Mode, NumaBalancing};
 use crate::kernel::{Kernel, TaskId, TaskState};
+use crate::sched::IdleType;
 use crate::sched::linux::imbalance::NumaImbalance;
+use crate::sched::linux::stats::{GroupStats, GroupType, Signals};
 use crate::time::SEC;
 use topo::{CpuId, NodeId};
 
 /// `SMALLIMP`: swaps improving less than this (in 1/1000 of faults) are not worth it.
 const SMALLIMP: i64 = 30;
+/// `task_numa_migrate` classifies nodes with half the NUMA domain's margin:
+/// `100 + (imbalance_pct - 100) / 2`, 108 for the kernel's 117.
+const NUMA_IMBALANCE_PCT: u32 = 100 + (117 - 100) / 2;
 
 #[derive(Clone, Copy)]
 struct Best {
@@ -75,41 +80,53 @@ impl NumaBalancing {
         }
     }
 
-    /// Node load in tasks and CPUs.
-    fn node_load(k: &Kernel, n: NodeId) -> (i64, i64) {
-        (
-            k.node_nr_running(n) as i64,
-            k.topo.node_cpus(n).count() as i64,
-        )
+    /// `update_numa_stats`: a node's tasks, CPUs and PELT signals, and its type
+    /// (`numa_classify`, the group rule of [`crate::sched::linux::stats`]).
+    fn node_stats(k: &Kernel, n: NodeId) -> GroupStats {
+        let cpus = k.topo.node_cpus(n);
+        let mut s = Signals::default();
+        for c in cpus.iter() {
+            let nr = k.nr_running(c);
+            s.nr += nr;
+            s.weight += 1;
+            s.idle_cpus += usize::from(nr == 0);
+            s.load += k.cpu_load(c);
+            s.util += k.cpu_util(c);
+            s.runnable += k.cpu_runnable(c);
+        }
+        GroupStats::from_signals(s, NUMA_IMBALANCE_PCT)
     }
 
-    /// Would moving load this way make the two nodes' imbalance worse?
-    fn too_imbalanced(src: (i64, i64), dst: (i64, i64), src_after: i64, dst_after: i64) -> bool {
-        let imb = (dst_after * src.1 - src_after * dst.1).abs();
-        let old = (dst.0 * src.1 - src.0 * dst.1).abs();
+    /// `load_too_imbalanced`: would loads `src_load`, `dst_load` after a move leave the two
+    /// nodes more imbalanced (relative to their capacities) than they are?
+    fn too_imbalanced(src: &GroupStats, dst: &GroupStats, src_load: f64, dst_load: f64) -> bool {
+        let (sc, dc) = (src.capacity(), dst.capacity());
+        let imb = (dst_load * sc - src_load * dc).abs();
+        let old = (dst.load * sc - src.load * dc).abs();
         imb > old
     }
 
-    fn may_move(&self, k: &Kernel, src_n: NodeId, dst_n: NodeId) -> bool {
-        let src = Self::node_load(k, src_n);
-        let dst = Self::node_load(k, dst_n);
-        if dst.0 < dst.1 {
-            let (sr, dr) = (src.0 - 1, dst.0 + 1);
+    /// `task_numa_find_cpu`'s `maymove`. Since 5.7: into a node with spare capacity, when
+    /// the task-count imbalance the move leaves is tolerated by the NUMA imbalance rule; into
+    /// a busy node, when moving the task's load does not worsen the load imbalance. Before
+    /// 5.7 (`numa_imbalance=none`), the load test alone.
+    fn may_move(&self, k: &Kernel, t: TaskId, src: &GroupStats, dst: &GroupStats) -> bool {
+        if dst.kind == GroupType::HasSpare && self.rule != NumaImbalance::None {
+            let (sr, dr) = (src.nr as i64 - 1, dst.nr as i64 + 1);
             let imb = (dr - sr).max(0) as usize;
-            let nr = k.topo.node_cpus(dst_n).count();
+            let nr = dst.weight;
+            let src_n = k.node_of(k.tasks[t].cpu);
             let imb_nr = self.imb_numa_nr.get(src_n).copied().unwrap_or(1);
-            let tolerated = match self.rule {
+            return match self.rule {
                 NumaImbalance::None => imb == 0,
                 NumaImbalance::ImbNumaNr => imb == 0 || (imb <= 2 && dr as usize <= imb_nr),
                 NumaImbalance::Quarter => imb == 0 || (imb <= 2 && (dr as usize) < nr / 4),
                 NumaImbalance::TwoTasks => imb == 0 || sr <= 2,
                 NumaImbalance::Rfc2020 => imb == 0 || (sr as usize + 1) * 4 <= nr,
             };
-            if tolerated {
-                return true;
-            }
         }
-        !Self::too_imbalanced(src, dst, src.0 - 1, dst.0 + 1)
+        let load = k.task_pelt(t).load_avg;
+        !Self::too_imbalanced(src, dst, src.load - load, dst.load + load)
     }
 
     /// The best CPU of node `dst_n` for `t`, possibly with a task to swap.
@@ -122,7 +139,8 @@ impl NumaBalancing {
             .zip(self.group_weight(k, t, src_n))
             .map(|(d, s)| d - s);
         let imp0 = groupimp.unwrap_or(taskimp);
-        let maymove = self.may_move(k, src_n, dst_n);
+        let (src_st, dst_st) = (Self::node_stats(k, src_n), Self::node_stats(k, dst_n));
+        let maymove = self.may_move(k, t, &src_st, &dst_st);
         let allowed = &k.tasks[t].affinity;
         if maymove {
             if let Some(c) = k
@@ -187,6 +205,13 @@ impl NumaBalancing {
             if imp < SMALLIMP || imp <= best_imp + SMALLIMP / 2 {
                 continue;
             }
+            // A swap must keep the two nodes' loads balanced too.
+            let load = k.task_pelt(t).load_avg - k.task_pelt(cur).load_avg;
+            if load != 0.0
+                && Self::too_imbalanced(&src_st, &dst_st, src_st.load - load, dst_st.load + load)
+            {
+                continue;
+            }
             if k.tasks[cur].state == TaskState::Running {
                 best = Some(Best {
                     cpu: c,
@@ -198,26 +223,50 @@ impl NumaBalancing {
         best.filter(|b| b.imp > 0)
     }
 
-    /// Would moving `t` to `dst` take it away from where its faults are? (Treated as cache hot
-    /// by the load balancer.)
-    pub fn degrades_locality(&self, k: &Kernel, t: TaskId, dst: CpuId) -> bool {
-        if !self.enabled() {
-            return false;
+    /// `migrate_degrades_locality` (6.6) for the load balancer moving `t` to `dst` at a
+    /// level (`numa`: a NUMA level) in a pass of type `idle`: Some(true) if the move takes it
+    /// away from where its faults are (treated as cache hot), Some(false) if it brings it to
+    /// its preferred node (not hot, whatever its cache), None to decide by cache hotness.
+    /// Leaving the preferred node is hot only while its CPU also runs tasks that do not
+    /// prefer that node (`nr_running > nr_preferred_running`); an idle CPU's pass prefers
+    /// using the CPU to locality.
+    pub fn degrades_locality(
+        &self,
+        k: &Kernel,
+        t: TaskId,
+        dst: CpuId,
+        idle: IdleType,
+        numa: bool,
+    ) -> Option<bool> {
+        if !self.enabled() || !numa {
+            return None;
         }
-        let Some(pref) = self.preferred(t) else {
-            return false;
-        };
-        let (src_n, dst_n) = (k.node_of(k.tasks[t].cpu), k.node_of(dst));
-        if src_n == dst_n || dst_n == pref {
-            return false;
+        let pref = self.preferred(t)?;
+        let src = k.tasks[t].cpu;
+        let (src_n, dst_n) = (k.node_of(src), k.node_of(dst));
+        if src_n == dst_n {
+            return None;
         }
         if src_n == pref {
-            return true;
+            let rq = &k.rqs[src];
+            let preferring = rq
+                .curr
+                .into_iter()
+                .chain(rq.queue.iter())
+                .filter(|&x| self.preferred(x) == Some(src_n))
+                .count();
+            return (rq.nr_running() > preferring).then_some(true);
+        }
+        if dst_n == pref {
+            return Some(false);
+        }
+        if idle == IdleType::Idle {
+            return None;
         }
         let w = |n| {
             self.group_weight(k, t, n)
                 .unwrap_or_else(|| self.task_weight(t, n))
         };
-        w(dst_n) < w(src_n)
+        Some(w(dst_n) < w(src_n))
     }
 }

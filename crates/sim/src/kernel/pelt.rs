@@ -12,10 +12,16 @@
 //! (the kernel's period rounding, at most one period's worth, is not reproduced). Nothing
 //! costs anything per tick.
 //!
-//! This module is the signal and its tests; the `linux` model's decisions do not read it yet
-//! (issue 13).
+//! Under the fair class the kernel model keeps these signals for every task and runqueue
+//! ([`Kernel::pelt_task_state`] and the runqueue hooks in `run.rs`); the `linux` model's load
+//! decisions read them ([`Kernel::cpu_load`], [`Kernel::cpu_util`], [`Kernel::cpu_runnable`],
+//! [`Kernel::task_pelt`]). As in the kernel, a runqueue's signals are the sum of its tasks':
+//! a task that sleeps leaves its decaying contribution (blocked load) on its CPU, and it
+//! moves with the task when the task is placed on another CPU.
 
+use super::{Kernel, TaskId};
 use crate::time::Ns;
+use topo::CpuId;
 
 /// PELT's period, ns (1024 us).
 pub const PERIOD_NS: Ns = 1_024_000;
@@ -70,6 +76,24 @@ pub struct PeltInput {
 }
 
 impl Pelt {
+    /// The signals at `now` if `input` held since the last update.
+    pub fn at(mut self, now: Ns, input: PeltInput) -> Self {
+        self.update(now, input);
+        self
+    }
+
+    fn add(&mut self, o: &Pelt) {
+        self.load_avg += o.load_avg;
+        self.runnable_avg += o.runnable_avg;
+        self.util_avg += o.util_avg;
+    }
+
+    fn sub(&mut self, o: &Pelt) {
+        self.load_avg = (self.load_avg - o.load_avg).max(0.0);
+        self.runnable_avg = (self.runnable_avg - o.runnable_avg).max(0.0);
+        self.util_avg = (self.util_avg - o.util_avg).max(0.0);
+    }
+
     /// Bring the signals to `now`, the entity having done `input` since the last update.
     /// Time never goes back: an earlier `now` changes nothing.
     pub fn update(&mut self, now: Ns, input: PeltInput) {
@@ -83,6 +107,134 @@ impl Pelt {
         self.runnable_avg = toward(self.runnable_avg, CAPACITY_SCALE * input.runnable);
         self.util_avg = toward(self.util_avg, CAPACITY_SCALE * input.running);
         self.last_update = now;
+    }
+}
+
+impl Kernel {
+    fn pelt_on(&self) -> bool {
+        self.params.fair.is_some()
+    }
+
+    /// What `cpu`'s runqueue is doing now: the weight and number of its runnable tasks, and
+    /// whether it runs one.
+    fn rq_input(&self, cpu: CpuId) -> PeltInput {
+        let rq = &self.rqs[cpu];
+        let curr_w = rq.curr.map_or(0, |c| self.tasks[c].weight);
+        PeltInput {
+            weight: (rq.fair.load + curr_w) as f64,
+            runnable: rq.nr_running() as f64,
+            running: f64::from(u8::from(rq.curr.is_some())),
+        }
+    }
+
+    fn task_input(&self, t: TaskId) -> PeltInput {
+        let task = &self.tasks[t];
+        PeltInput {
+            weight: task.weight as f64,
+            runnable: f64::from(u8::from(task.pelt_runnable)),
+            running: f64::from(u8::from(task.pelt_running)),
+        }
+    }
+
+    /// Bring `cpu`'s runqueue signals to now; called before anything changes what it runs.
+    pub(super) fn pelt_sync_rq(&mut self, cpu: CpuId) {
+        if self.pelt_on() {
+            let input = self.rq_input(cpu);
+            self.rqs[cpu].pelt.update(self.now, input);
+        }
+    }
+
+    /// Bring `t`'s signals to now and record what it does from now on (runnable, running).
+    pub(super) fn pelt_task_state(&mut self, t: TaskId, runnable: bool, running: bool) {
+        if !self.pelt_on() {
+            return;
+        }
+        let input = self.task_input(t);
+        let task = &mut self.tasks[t];
+        task.pelt.update(self.now, input);
+        task.pelt_runnable = runnable;
+        task.pelt_running = running;
+    }
+
+    /// `t` is about to join `cpu`'s runqueue: move its signals there from the runqueue they
+    /// were on (`migrate_task_rq_fair`: removed from the old CPU, attached to the new one),
+    /// or give a new task its initial values (`init_entity_runnable_average`,
+    /// `post_init_entity_util_avg`).
+    pub(super) fn pelt_attach(&mut self, t: TaskId, cpu: CpuId) {
+        if !self.pelt_on() {
+            return;
+        }
+        self.pelt_task_state(t, false, false);
+        match self.tasks[t].pelt_cpu {
+            Some(old) if old == cpu => return,
+            Some(old) => {
+                self.pelt_sync_rq(old);
+                let p = self.tasks[t].pelt;
+                self.rqs[old].pelt.sub(&p);
+            }
+            None => self.pelt_init(t, cpu),
+        }
+        self.pelt_sync_rq(cpu);
+        let p = self.tasks[t].pelt;
+        self.rqs[cpu].pelt.add(&p);
+        self.tasks[t].pelt_cpu = Some(cpu);
+    }
+
+    /// A new task starts with its full weight as load and a share of the CPU's spare
+    /// utilisation: the CPU's utilisation per unit of load times its weight, at most half of
+    /// what is left (`post_init_entity_util_avg`); `runnable_avg` starts equal to it.
+    fn pelt_init(&mut self, t: TaskId, cpu: CpuId) {
+        let rq = self.rq_pelt(cpu);
+        let w = self.tasks[t].weight as f64;
+        let cap = ((CAPACITY_SCALE - rq.util_avg) / 2.0).max(0.0);
+        let util = if rq.util_avg > 0.0 {
+            (rq.util_avg * w / (rq.load_avg + 1.0)).min(cap)
+        } else {
+            cap
+        };
+        let p = &mut self.tasks[t].pelt;
+        p.load_avg = w;
+        p.util_avg = util;
+        p.runnable_avg = util;
+        p.last_update = self.now;
+    }
+
+    /// An exited task's signals leave its runqueue (`task_dead_fair`).
+    pub(super) fn pelt_detach_dead(&mut self, t: TaskId) {
+        if !self.pelt_on() {
+            return;
+        }
+        if let Some(cpu) = self.tasks[t].pelt_cpu.take() {
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, false, false);
+            let p = self.tasks[t].pelt;
+            self.rqs[cpu].pelt.sub(&p);
+        }
+    }
+
+    /// `cpu`'s runqueue signals now (no update stored).
+    pub fn rq_pelt(&self, cpu: CpuId) -> Pelt {
+        self.rqs[cpu].pelt.at(self.now, self.rq_input(cpu))
+    }
+
+    /// `cpu_load`: the runqueue's `load_avg`, blocked load included.
+    pub fn cpu_load(&self, cpu: CpuId) -> f64 {
+        self.rq_pelt(cpu).load_avg
+    }
+
+    /// `cpu_util_cfs`: the runqueue's `util_avg`, at most the CPU's capacity (1024).
+    pub fn cpu_util(&self, cpu: CpuId) -> f64 {
+        self.rq_pelt(cpu).util_avg.min(CAPACITY_SCALE)
+    }
+
+    /// `cpu_runnable`: the runqueue's `runnable_avg`.
+    pub fn cpu_runnable(&self, cpu: CpuId) -> f64 {
+        self.rq_pelt(cpu).runnable_avg
+    }
+
+    /// `t`'s signals now.
+    pub fn task_pelt(&self, t: TaskId) -> Pelt {
+        self.tasks[t].pelt.at(self.now, self.task_input(t))
     }
 }
 

@@ -1,0 +1,206 @@
+//! The `linux` model's fair class (EEVDF and CFS) on cases with known answers: CPU shares by
+//! nice weight, and the placement of a waking task with lag.
+
+use crate::common::*;
+use sim::Sim;
+use sim::kernel::TaskState;
+use sim::program::{Launch, Phase, Program, Workload};
+use std::sync::Arc;
+
+const ONE_CPU: &str = "nodes=1,cpus-per-node=1";
+
+fn compute(name: &str, cycles: f64, nice: i32) -> Program {
+    Program {
+        name: name.into(),
+        phases: vec![Phase::Compute { cycles }],
+        regions: Vec::new(),
+        job: true,
+        affinity: None,
+        nice,
+    }
+}
+
+fn launch(program: usize) -> Launch {
+    Launch {
+        program,
+        count: 1,
+        threads: 1,
+        at: 0,
+        cpu: Some(0),
+    }
+}
+
+fn workload(programs: Vec<Program>) -> Workload {
+    Workload {
+        name: "fair".into(),
+        launches: (0..programs.len()).map(launch).collect(),
+        programs,
+        channels: 0,
+        disturbance: None,
+    }
+}
+
+#[test]
+fn two_cpu_bound_tasks_share_a_cpu_in_the_ratio_of_their_weights() {
+    let topo = machine(ONE_CPU);
+    let cycles = 2e9;
+    for class in ["eevdf", "cfs"] {
+        let sched = format!("linux:class={class}");
+        let solo = run(&topo, &workload(vec![compute("a", cycles, 0)]), &sched, 1);
+        let alone = solo.tasks[0].exited as f64;
+        let both = workload(vec![compute("a", cycles, 0), compute("b", cycles, 5)]);
+        let r = run(&topo, &both, &sched, 1);
+        let a = r.tasks.iter().find(|t| t.program == "a").expect("a");
+        // While both run, nice 0 gets 1024 / (1024 + 335) of the CPU: it needs `alone`
+        // of CPU, so it ends after alone * 1359 / 1024.
+        let expect = alone * (1024.0 + 335.0) / 1024.0;
+        let got = a.exited as f64;
+        assert!(
+            (got / expect - 1.0).abs() < 0.01,
+            "{class}: nice 0 ended at {got} ns, expected {expect}"
+        );
+        // The nice-5 task then runs alone: the whole run takes both tasks' CPU.
+        assert!(((r.end_ns as f64) / (2.0 * alone) - 1.0).abs() < 0.01);
+    }
+}
+
+/// One CPU running two CPU-bound tasks for 20 ms while a third sleeps (until 50 ms).
+fn two_hogs_and_a_sleeper() -> Sim {
+    let topo = machine(ONE_CPU);
+    let mut w = workload(vec![compute("hog", 1e12, 0), compute("hog2", 1e12, 0)]);
+    w.programs.push(Program {
+        phases: vec![
+            Phase::Sleep {
+                ns: 50_000_000,
+                jitter: 0.0,
+            },
+            Phase::Compute { cycles: 1e6 },
+        ],
+        ..compute("sleeper", 0.0, 0)
+    });
+    w.launches.push(launch(2));
+    let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler("linux", &topo), 1);
+    while sim.k.now < 20_000_000 {
+        assert!(sim.step().expect("runs"));
+    }
+    sim
+}
+
+#[test]
+fn a_waking_task_keeps_its_lag_against_the_new_average() {
+    let t = 2;
+    // EEVDF (6.6 `place_entity`): v = V - lag * (W + w) / W, so that once it has joined,
+    // the runqueue's new average V' is exactly `lag` ahead of it; its deadline is one
+    // base slice after v (0.75 ms on one CPU, in virtual time at nice 0).
+    for lag in [2_000_000i64, -1_500_000, 0] {
+        let mut sim = two_hogs_and_a_sleeper();
+        let k = &mut sim.k;
+        assert_eq!(k.tasks[t].state, TaskState::Sleeping);
+        let before = k.avg_vruntime(0) as i64;
+        k.tasks[t].vlag = lag;
+        k.enqueue(t, 0, true);
+        let v = k.tasks[t].vruntime as i64;
+        let after = k.avg_vruntime(0) as i64;
+        assert!(
+            (after - v - lag).abs() <= 2,
+            "lag {lag}: V' - v = {}",
+            after - v
+        );
+        // With W = 2 nice-0 tasks already there, v = V - 1.5 lag.
+        assert!(
+            (before - v - lag * 3 / 2).abs() <= 2,
+            "lag {lag}: V - v = {}",
+            before - v
+        );
+        assert_eq!(k.tasks[t].deadline - k.tasks[t].vruntime, 750_000);
+    }
+}
+
+/// Step `sim` until simulated time reaches `at`.
+fn step_to(sim: &mut Sim, at: u64) {
+    while sim.k.now < at {
+        assert!(sim.step().expect("runs"), "ended before {at}");
+    }
+}
+
+#[test]
+fn a_task_running_half_the_time_has_half_the_utilisation() {
+    let topo = machine(ONE_CPU);
+    let ms_of_cycles = topo.cpu_model.freq_mhz * 1e3;
+    let mut p = compute("half", 0.0, 0);
+    p.phases = vec![
+        Phase::Loop { count: 400 },
+        Phase::Compute {
+            cycles: 4.0 * ms_of_cycles,
+        },
+        Phase::Sleep {
+            ns: 4_000_000,
+            jitter: 0.0,
+        },
+        Phase::EndLoop,
+    ];
+    let mut sim = Sim::new(
+        topo.clone(),
+        Arc::new(workload(vec![p])),
+        scheduler("linux", &topo),
+        1,
+    );
+    step_to(&mut sim, 1_000_000_000);
+    let util = sim.k.task_pelt(0).util_avg;
+    let rq = sim.k.cpu_util(0);
+    // Over an 8 ms cycle the signal ripples by about 8% around 512.
+    assert!((util - 512.0).abs() < 60.0, "util_avg {util}");
+    assert!(
+        (rq - util).abs() < 1.0,
+        "the runqueue's is its only task's: {rq} vs {util}"
+    );
+}
+
+#[test]
+fn a_sleeping_tasks_load_decays_by_half_in_32_ms() {
+    let topo = machine(ONE_CPU);
+    let mut p = compute("step", topo.cpu_model.freq_mhz * 1e6, 0);
+    p.phases.push(Phase::Sleep {
+        ns: 500_000_000,
+        jitter: 0.0,
+    });
+    let mut sim = Sim::new(
+        topo.clone(),
+        Arc::new(workload(vec![p])),
+        scheduler("linux", &topo),
+        1,
+    );
+    // One second of running: the signals are at their full values.
+    step_to(&mut sim, 1_000_000_000);
+    let full = sim.k.cpu_load(0);
+    assert!((full - 1024.0).abs() < 1.0, "load_avg {full}");
+    let asleep = sim.k.tasks[0].last_ran;
+    step_to(&mut sim, asleep + 32 * 1_024_000);
+    let k = &sim.k;
+    // The blocked load stays on the CPU, decaying: half after 32 periods of 1024 us.
+    let at = |v: f64| v * 0.5f64.powf((k.now - asleep) as f64 / (32.0 * 1_024_000.0));
+    assert!((k.cpu_load(0) - at(full)).abs() < 1.0, "{}", k.cpu_load(0));
+    assert!((k.task_pelt(0).load_avg - k.cpu_load(0)).abs() < 1e-6);
+    assert!(k.cpu_load(0) < 0.52 * full);
+}
+
+#[test]
+fn two_busy_tasks_on_a_four_cpu_node_leave_it_spare_capacity_and_five_overload_it() {
+    use sim::sched::linux::stats::{GroupStats, GroupType};
+    let topo = machine("nodes=1,cpus-per-node=4");
+    let node = topo.node_cpus(0);
+    for (tasks, kind) in [
+        (2, GroupType::HasSpare),
+        (4, GroupType::FullyBusy),
+        (5, GroupType::Overloaded),
+    ] {
+        let mut w = workload(vec![compute("hog", 1e12, 0)]);
+        w.launches[0].count = tasks;
+        w.launches[0].cpu = None;
+        let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler("linux", &topo), 1);
+        step_to(&mut sim, 1_000_000_000);
+        let g = GroupStats::of(&sim.k, node, 117, None);
+        assert_eq!(g.nr, tasks as usize);
+        assert_eq!(g.kind, kind, "{tasks} tasks: {g:?}");
+    }
+}

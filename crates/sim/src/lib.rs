@@ -12,9 +12,11 @@
 
 pub mod budget;
 pub mod charts;
+pub mod disk;
 pub mod engine;
 pub mod experiments;
 pub mod kernel;
+pub mod loadavg;
 pub mod memory;
 pub mod numa_test;
 pub mod placement;

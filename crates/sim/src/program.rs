@@ -180,6 +180,14 @@ pub enum Phase {
         ns: Ns,
         jitter: f64,
     },
+    /// One request to disk `disk` taking `service` ns of its time (`crate::disk`): queued
+    /// behind the requests before it. With `wait` the task sleeps until it is served (a read;
+    /// the load average counts it), without it the task goes on (write-behind).
+    Io {
+        disk: usize,
+        service: Ns,
+        wait: bool,
+    },
     /// Write `msgs` messages to each channel (system time), waking blocked readers. With
     /// `buffer` > 0 a channel holds at most that many unread messages: the sender blocks
     /// before the phase while any of its channels has no room for `msgs` more (a full socket

@@ -1,8 +1,10 @@
 //! One simulation run: a machine, a workload and a scheduler, driven event by event until
 //! every task has exited.
 
+use crate::disk::DiskStats;
 use crate::engine::Event;
 use crate::kernel::{Counters, Kernel};
+use crate::loadavg::LoadAvg;
 use crate::placement::{Placement, PlacementStats};
 use crate::program::Workload;
 use crate::rng::SeedTree;
@@ -76,6 +78,10 @@ pub struct RunResult {
     pub cpu_busy_ns: Vec<Ns>,
     /// What the node-level placement policy did, when one ran.
     pub placement: Option<PlacementStats>,
+    /// The load average over the run (`crate::loadavg`): its 5 s samples.
+    pub load: LoadAvg,
+    /// Requests and busy time of each disk (empty without `Io` phases).
+    pub disks: DiskStats,
 }
 
 /// A simulation in progress; `step` handles one event, so tests can single-step.
@@ -87,6 +93,8 @@ pub struct Sim {
     limit: Ns,
     /// Events handled at the current instant, and that instant.
     same_instant: (Ns, u64),
+    /// The kernel's load average, sampled every 5 s of simulated time.
+    pub load: LoadAvg,
 }
 
 impl Sim {
@@ -107,6 +115,7 @@ impl Sim {
             placement: None,
             limit: 3600 * SEC,
             same_instant: (0, 0),
+            load: LoadAvg::default(),
         }
     }
 
@@ -172,6 +181,9 @@ impl Sim {
         }
         debug_assert!(time >= self.k.now, "time went backwards");
         self.count_instant(time)?;
+        while self.load.next <= time {
+            self.sample_load();
+        }
         self.k.now = time;
         let s = self.sched.as_mut();
         let live = match ev {
@@ -229,6 +241,15 @@ impl Sim {
             limit: crate::budget::MAX_STEPS_WITHOUT_TIME,
             programs: names.join(", "),
         })
+    }
+
+    /// One load-average sample at `self.load.next`: nothing changes between events, so the
+    /// state before the event about to be handled is the state then. Active tasks are the
+    /// running and runnable ones and those waiting for a disk.
+    fn sample_load(&mut self) {
+        let at = self.load.next;
+        let runnable: usize = self.k.rqs.iter().map(|rq| rq.nr_running()).sum();
+        self.load.sample(runnable + self.k.disks.waiting(at));
     }
 
     /// The scheduler's periodic timer: run it, and post the next one only while something
@@ -290,6 +311,8 @@ impl Sim {
             stale_events: k.events.popped - k.events.handled,
             cpu_busy_ns: k.rqs.iter().map(|r| r.busy_ns).collect(),
             placement: self.placement.as_ref().map(|p| p.stats.clone()),
+            load: self.load.clone(),
+            disks: k.disks.stats(),
             tasks,
         }
     }

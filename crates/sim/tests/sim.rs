@@ -10,6 +10,8 @@ mod conservation;
 mod cost;
 #[path = "sim/determinism.rs"]
 mod determinism;
+#[path = "sim/disk.rs"]
+mod disk;
 #[path = "sim/experiments.rs"]
 mod experiments;
 #[path = "sim/fair.rs"]

@@ -29,8 +29,9 @@ pub fn memory_bound(t: &Topology) -> String {
     s
 }
 
-/// Markdown bullet list for the kbuild + bonnie mix.
-pub fn io_mix(t: &Topology) -> String {
+/// Markdown bullet list for the kbuild + bonnie mix; `disks` as the experiment's `[mix]`
+/// gives it (absent: the model without a disk queue).
+pub fn io_mix(t: &Topology, disks: Option<u32>) -> String {
     let mut s = common(t);
     let _ = writeln!(
         s,
@@ -39,12 +40,54 @@ pub fn io_mix(t: &Topology) -> String {
          balancing decide how much of their memory is remote.",
         t.cpu_model.llc_bytes as f64 / (1u64 << 20) as f64
     );
+    let Some(n) = disks else {
+        let _ = writeln!(
+            s,
+            "- *I/O*: every disk wait is a fixed sleep with +/-50% jitter (docs/WORKLOADS.md); \
+             there is no disk queue (`disks` is not set), so the eight bonnie processes do not \
+             slow each other's I/O, and a compile job is one process."
+        );
+        return s;
+    };
+    let d = crate::disk::DiskParams::default();
+    let pp = crate::workload::kbuild::PipelineParams::default();
+    let b = crate::workload::BonnieParams::default();
     let _ = writeln!(
         s,
-        "- *I/O*: every disk wait is a fixed sleep with +/-50% jitter (docs/WORKLOADS.md); \
-         there is no disk queue, so the eight bonnie processes do not slow each other's I/O. \
-         The published load average of 100-200 counted many more processes (shells, cpp, \
-         as, ...) than this model has: about 2 x 16 compile jobs plus 8 bonnie."
+        "- *Processes*: each compile job is the 2.4 build's tree: make forks `sh -c`, which \
+         runs the gcc driver, which runs `cpp | cc1 | as` joined by pipes (the 2.4 alpha \
+         Makefile builds with `-pipe`); {} pipe buffers flow through each pipe, a full pipe \
+         blocks its writer; after the last job make runs `ld`. cpp and as take {:.0}% of a \
+         job's CPU burst each and cc1 the rest: no published split of gcc's time between its \
+         passes was found (assumption). The final link's {:.0e} cycles are an assumption.",
+        pp.pipe_chunks,
+        100.0 * pp.cpp_share,
+        pp.link_cycles
+    );
+    let _ = writeln!(
+        s,
+        "- *Disks*: {n} disk(s), each a first-come-first-served queue (no elevator); build b \
+         uses disk b mod {n}, bonnie i disk i mod {n} (the original's disk layout is not \
+         known: assumption). A request takes an average seek ({:.1} ms), half a rotation at \
+         {} rpm ({:.1} ms) and the transfer at {:.0} MB/s (docs/MODEL.md §7): {:.1} ms for \
+         bonnie's {} KiB and for each of cpp's {} reads, during which the task is in disk \
+         wait and counts in the load average.",
+        d.seek_ns as f64 / 1e6,
+        d.rpm,
+        30_000.0 / f64::from(d.rpm),
+        d.bytes_per_s / 1e6,
+        d.service_ns(b.io_bytes) as f64 / 1e6,
+        b.io_bytes >> 10,
+        pp.reads
+    );
+    let _ = writeln!(
+        s,
+        "- *Page cache*: writes go to the page cache and reach the disk later (2.4 write-behind: \
+         the writer does not wait), so as's object files and ld's image take disk time but \
+         nobody waits for them; ld reads objects just written, from the cache. Reads that the \
+         cache would serve (headers shared by all compiles) are not modelled: every cpp \
+         makes its {} disk reads (assumption, as in the model without a queue).",
+        pp.reads
     );
     s
 }

@@ -7,7 +7,8 @@ use crate::numa_test::run_seed;
 use crate::sched;
 use crate::sim::Sim;
 use crate::time::secs;
-use crate::workload::mix::make_name;
+use crate::workload::kbuild::PipelineParams;
+use crate::workload::mix::{MixDisks, make_name};
 use crate::workload::{BonnieParams, KbuildParams, MixParams, mix};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -34,6 +35,15 @@ pub struct MixCell {
     pub elapsed_s: f64,
     /// Moves between nodes per run (mean).
     pub node_migrations: f64,
+    /// The kernel's 1-minute load average while the builds run (5 s samples up to the end of
+    /// the last build): the mean of a run's samples averaged over the runs, and the highest
+    /// sample of any run; and the mean over the whole run.
+    pub load_mean: f64,
+    pub load_peak: f64,
+    pub load_mean_run: f64,
+    /// Share of the run each disk spent serving requests (mean over disks and runs; 0
+    /// without a disk queue).
+    pub disk_busy: f64,
 }
 
 pub fn params(m: &MixSection) -> MixParams {
@@ -46,11 +56,24 @@ pub fn params(m: &MixSection) -> MixParams {
         },
         bonnies: m.bonnies,
         bonnie: BonnieParams::default(),
+        disks: m.disks.map(|count| MixDisks {
+            count,
+            params: Default::default(),
+            pipeline: PipelineParams::default(),
+        }),
     }
 }
 
-/// (build wall times, elapsed, node migrations) of one run.
-type RunOut = (Vec<f64>, f64, u64);
+/// What one run gives.
+struct RunOut {
+    builds: Vec<f64>,
+    elapsed_s: f64,
+    node_migrations: u64,
+    load_mean: f64,
+    load_peak: f64,
+    load_mean_run: f64,
+    disk_busy: f64,
+}
 
 pub fn run(
     spec: &ExperimentSpec,
@@ -76,16 +99,27 @@ pub fn run(
                     source,
                 })?;
             tick();
-            let builds = (0..m.builds)
-                .map(|b| {
+            let makes: Vec<_> = (0..m.builds)
+                .filter_map(|b| {
                     let name = make_name(b);
-                    r.tasks
-                        .iter()
-                        .find(|t| t.program == name)
-                        .map_or(0.0, |t| secs(t.exited - t.created))
+                    r.tasks.iter().find(|t| t.program == name)
                 })
                 .collect();
-            Ok((builds, secs(r.end_ns), r.counters.node_migrations))
+            let builds = makes.iter().map(|t| secs(t.exited - t.created)).collect();
+            let builds_end = makes.iter().map(|t| t.exited).max().unwrap_or(0);
+            let during = r.load.summary_until(builds_end);
+            let busy = &r.disks.busy_ns;
+            let disk_busy = busy.iter().map(|&b| b as f64).sum::<f64>()
+                / (busy.len().max(1) as f64 * r.end_ns.max(1) as f64);
+            Ok(RunOut {
+                builds,
+                elapsed_s: secs(r.end_ns),
+                node_migrations: r.counters.node_migrations,
+                load_mean: during.mean,
+                load_peak: during.peak,
+                load_mean_run: r.load.summary().mean,
+                disk_busy,
+            })
         })
         .collect();
     let mut it = runs.into_iter();
@@ -94,7 +128,7 @@ pub fn run(
         let mine: Vec<RunOut> = (0..spec.reps)
             .map(|_| it.next().unwrap_or(Err(RunFailure::MissingRun)))
             .collect::<Result<_, _>>()?;
-        let all: Vec<f64> = mine.iter().flat_map(|r| r.0.iter().copied()).collect();
+        let all: Vec<f64> = mine.iter().flat_map(|r| r.builds.iter().copied()).collect();
         let n = mine.len().max(1) as f64;
         cells.push(MixCell {
             scheduler: s.to_string(),
@@ -104,8 +138,12 @@ pub fn run(
                 max: all.iter().copied().fold(0.0, f64::max),
                 mean: all.iter().sum::<f64>() / all.len().max(1) as f64,
             },
-            elapsed_s: mine.iter().map(|r| r.1).sum::<f64>() / n,
-            node_migrations: mine.iter().map(|r| r.2 as f64).sum::<f64>() / n,
+            elapsed_s: mine.iter().map(|r| r.elapsed_s).sum::<f64>() / n,
+            node_migrations: mine.iter().map(|r| r.node_migrations as f64).sum::<f64>() / n,
+            load_mean: mine.iter().map(|r| r.load_mean).sum::<f64>() / n,
+            load_peak: mine.iter().map(|r| r.load_peak).fold(0.0, f64::max),
+            load_mean_run: mine.iter().map(|r| r.load_mean_run).sum::<f64>() / n,
+            disk_busy: mine.iter().map(|r| r.disk_busy).sum::<f64>() / n,
             build_s: all,
         });
     }

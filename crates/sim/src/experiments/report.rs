@@ -43,7 +43,8 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
             sweep_table(&mut md, r);
         }
     } else {
-        mix_table(&mut md, &mut charts, &o.mix, topo)?;
+        let disks = e.mix.as_ref().and_then(|m| m.disks);
+        mix_table(&mut md, &mut charts, &o.mix, topo, disks)?;
     }
     Ok((md, charts))
 }
@@ -215,6 +216,7 @@ fn mix_table(
     charts: &mut Vec<(String, String)>,
     cells: &[MixCell],
     t: &Topology,
+    disks: Option<u32>,
 ) -> Result<(), ChartError> {
     let _ = writeln!(md, "## Build wall time [s]\n");
     let _ = writeln!(
@@ -249,8 +251,35 @@ fn mix_table(
     );
     let _ = writeln!(
         md,
-        "Model assumptions behind this table:\n\n{}",
-        assumptions::io_mix(t)
+        "## Load average\n\n\
+         The kernel's 1-minute load average (running, runnable and disk-waiting tasks, sampled \
+         every 5 s, `EXP_1` = 1884/2048, from 0 at the start as after boot). Published for the \
+         original runs: 100-200.\n\n\
+         | scheduler | mean during the builds | peak | mean over the run | disk busy |\n\
+         | --- | --- | --- | --- | --- |"
+    );
+    for c in cells {
+        let busy = if disks.is_some() {
+            format!("{:.0}%", 100.0 * c.disk_busy)
+        } else {
+            "no disk queue".into()
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {:.1} | {:.1} | {:.1} | {busy} |",
+            c.scheduler, c.load_mean, c.load_peak, c.load_mean_run
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nDuring the builds: the samples up to the end of the last build; mean: of each run's \
+         samples, averaged over the runs; peak: the highest such sample of any run; disk busy: \
+         the share of the whole run a disk spent serving requests.\n"
+    );
+    let _ = writeln!(
+        md,
+        "Model assumptions behind these tables:\n\n{}",
+        assumptions::io_mix(t, disks)
     );
     charts.push((
         "build_time.svg".into(),

@@ -138,6 +138,12 @@ pub struct MixSection {
     pub jobs: u32,
     pub parallelism: u32,
     pub bonnies: u32,
+    /// Disks that the builds and the bonnie processes queue on (issue 16, item 2): with it,
+    /// compile jobs run as the 2.4 process pipeline (sh, gcc, cpp | cc1 | as) and I/O
+    /// waits queue on the disks (docs/WORKLOADS.md); without it, the earlier model (one
+    /// process per compile, fixed I/O sleeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disks: Option<u32>,
 }
 
 impl ExperimentSpec {
@@ -387,6 +393,14 @@ impl MixSection {
                 return Err(err(key));
             }
         }
+        if self.disks == Some(0) {
+            return Err(ExperimentError::Parse {
+                file: file.into(),
+                line: key_line(text, "disks"),
+                msg: "disks: must be at least 1 (leave it out for the model without a disk queue)"
+                    .into(),
+            });
+        }
         let over = |e: budget::BudgetError| ExperimentError::Parse {
             file: file.into(),
             line: key_line(text, &e.key),
@@ -398,6 +412,11 @@ impl MixSection {
             f64::from(self.builds) * f64::from(self.parallelism),
         )
         .map_err(over)?;
+        if self.disks.is_some() {
+            // sh, gcc, cpp, cc1 and as per compile job.
+            budget::tasks("jobs", 5.0 * f64::from(self.jobs) * f64::from(self.builds))
+                .map_err(over)?;
+        }
         Ok(())
     }
 }

@@ -121,6 +121,19 @@ impl Kernel {
                     self.sleep_until(t, until);
                     return;
                 }
+                Phase::Io {
+                    disk,
+                    service,
+                    wait,
+                } => {
+                    let done = self.disks.submit(*disk, self.now, *service, *wait);
+                    self.tasks[t].pc += 1;
+                    if *wait {
+                        self.sleep_until(t, done);
+                        return;
+                    }
+                    continue;
+                }
                 Phase::Spawn {
                     program,
                     count,

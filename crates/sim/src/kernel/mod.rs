@@ -237,6 +237,8 @@ pub struct Kernel {
     pub procs: Vec<Process>,
     pub mem: NodeMemory,
     pub chans: Vec<Channel>,
+    /// The disks the workload's `Io` phases queue on (`crate::disk`).
+    pub disks: crate::disk::Disks,
     pub q: Contention,
     pub counters: Counters,
     /// Tasks not yet exited.
@@ -389,6 +391,7 @@ impl Kernel {
                 })
         });
         Kernel {
+            disks: crate::disk::Disks::for_workload(&workload),
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
             chans: vec![Channel::default(); workload.channels],

@@ -22,6 +22,8 @@ pub struct BonnieParams {
     pub io_jitter: f64,
     /// Its buffer (MiB).
     pub buffer_mib: u64,
+    /// Bytes of one disk request, when it runs on a disk queue ([`bonnie_disk_program`]).
+    pub io_bytes: u64,
 }
 
 impl Default for BonnieParams {
@@ -33,6 +35,7 @@ impl Default for BonnieParams {
             io_wait: 10 * MS,
             io_jitter: 0.5,
             buffer_mib: 1,
+            io_bytes: 8 << 10,
         }
     }
 }
@@ -65,4 +68,26 @@ pub fn bonnie_program(p: &BonnieParams, name: &str) -> Program {
         affinity: None,
         nice: 0,
     }
+}
+
+/// The bonnie program on a disk queue: each operation's wait is one request of `io_bytes` to
+/// disk `disk`, served in turn with every other request to that disk (`crate::disk`), instead
+/// of a fixed sleep.
+pub fn bonnie_disk_program(
+    p: &BonnieParams,
+    name: &str,
+    disk: usize,
+    d: &crate::disk::DiskParams,
+) -> Program {
+    let mut prog = bonnie_program(p, name);
+    for ph in &mut prog.phases {
+        if let Phase::Sleep { .. } = ph {
+            *ph = Phase::Io {
+                disk,
+                service: d.service_ns(p.io_bytes),
+                wait: true,
+            };
+        }
+    }
+    prog
 }

@@ -71,6 +71,39 @@ fn bad_values_are_named() {
     }
 }
 
+/// A bad `disks` in a mix is one line naming the file, the line and the key.
+#[test]
+fn bad_mix_disks_are_named() {
+    for (from, to, want) in [
+        (
+            "bonnies = 1",
+            "bonnies = 1\ndisks = 0",
+            "x.toml:13: disks: must be at least 1",
+        ),
+        (
+            "bonnies = 1",
+            "bonnies = 1\ndisks = -1",
+            "x.toml:13: mix.disks",
+        ),
+        (
+            "bonnies = 1",
+            "bonnies = 1\ndisks = \"two\"",
+            "x.toml:13: mix.disks",
+        ),
+        ("jobs = 6", "jobs = 60000", "jobs"),
+    ] {
+        let text = TINY_MIX.replace(from, to);
+        let text = if want == "jobs" {
+            text.replace("bonnies = 1", "bonnies = 1\ndisks = 1")
+        } else {
+            text
+        };
+        let e = parse_err(&text);
+        assert!(e.contains(want), "{to}: {e}");
+        assert!(e.starts_with("x.toml:") && e.lines().count() == 1, "{e}");
+    }
+}
+
 #[test]
 fn the_shipped_experiments_parse() {
     let all = experiments::load_all(None).expect("built-in experiments");

@@ -1,6 +1,8 @@
 //! kbuild and bonnie: they run to completion and show their defining shape.
 
 use crate::common::*;
+use sim::workload::kbuild::PipelineParams;
+use sim::workload::mix::MixDisks;
 use sim::workload::{BonnieParams, KbuildParams, MixParams, kbuild, mix};
 
 fn small_build() -> KbuildParams {
@@ -44,6 +46,7 @@ fn bonnie_is_mostly_blocked_on_io() {
             ops: 200,
             ..Default::default()
         },
+        disks: None,
     };
     let r = run(&topo, &mix(&p), "aa", 1);
     for t in r.tasks.iter().filter(|t| t.program == "bonnie") {
@@ -65,6 +68,7 @@ fn the_mix_times_each_build() {
             ops: 50,
             ..Default::default()
         },
+        disks: None,
     };
     for s in ["pmqs", "pmqs:balance_period=off", "aa"] {
         let r = run(&topo, &mix(&p), s, 1);
@@ -73,6 +77,67 @@ fn the_mix_times_each_build() {
             assert!(r.tasks.iter().any(|t| t.program == name), "{s}: no {name}");
         }
     }
+}
+
+fn small_disk_mix(builds: u32, bonnies: u32, disks: u32) -> MixParams {
+    MixParams {
+        builds,
+        kbuild: small_build(),
+        bonnies,
+        bonnie: BonnieParams {
+            ops: 100,
+            ..Default::default()
+        },
+        disks: Some(MixDisks {
+            count: disks,
+            params: Default::default(),
+            pipeline: PipelineParams {
+                pipe_chunks: 4,
+                link_cycles: 1e6,
+                ..Default::default()
+            },
+        }),
+    }
+}
+
+/// With a disk queue each compile job is the 2.4 process tree: sh, gcc, cpp, cc1 and as
+/// per job, one ld per build, and cc1 (the job) ends after cpp and before as.
+#[test]
+fn the_pipeline_runs_every_pass_of_every_job() {
+    let topo = machine(SMALL);
+    let r = run(&topo, &mix(&small_disk_mix(1, 0, 1)), "aa", 1);
+    for pass in ["sh", "gcc", "cpp", "cc1-", "as"] {
+        let n = r
+            .tasks
+            .iter()
+            .filter(|t| t.program.starts_with(&format!("b0-{pass}")))
+            .count();
+        assert_eq!(n, 12, "{pass}");
+    }
+    assert_eq!(r.tasks.iter().filter(|t| t.program == "b0-ld").count(), 1);
+    assert_eq!(r.tasks.iter().filter(|t| t.job).count(), 12);
+    let make = r
+        .tasks
+        .iter()
+        .find(|t| t.program == "b0-make")
+        .expect("make");
+    assert!(r.tasks.iter().all(|t| t.exited <= make.exited));
+    // 12 jobs: 2 reads and one object write each, and ld's image.
+    assert_eq!(r.disks.requests, vec![12 * 3 + 1]);
+}
+
+/// Bonnie processes on one disk wait for each other: with four the run lasts about four
+/// times as long as with one, since the disk serves one request at a time. On four disks
+/// they do not.
+#[test]
+fn bonnies_sharing_a_disk_wait_for_each_other() {
+    let topo = machine(SMALL);
+    let end = |bonnies, disks| {
+        run(&topo, &mix(&small_disk_mix(0, bonnies, disks)), "aa", 1).end_ns as f64
+    };
+    let (one, four, spread) = (end(1, 1), end(4, 1), end(4, 4));
+    assert!(four > 3.5 * one, "1: {one} ns, 4: {four} ns");
+    assert!(spread < 1.2 * one, "1: {one} ns, 4 on 4 disks: {spread} ns");
 }
 
 /// A sender of 20 messages to a channel holding at most `buffer` unread ones, and a reader

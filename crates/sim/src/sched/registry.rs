@@ -89,7 +89,7 @@ pub static SCHEDULERS: &[SchedulerEntry] = &[
     },
     SchedulerEntry {
         name: "linux",
-        about: "today's Linux: domains, wake-affine, NUMA balancing, NUMA imbalance rule",
+        about: "today's Linux: EEVDF (or CFS), PELT, domains, wake-affine, NUMA balancing, NUMA imbalance rule",
         build: |t, o| Ok(Box::new(linux::Linux::new(t, o)?)),
     },
 ];

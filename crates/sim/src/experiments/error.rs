@@ -41,6 +41,12 @@ pub enum SweepError {
         value: String,
         source: Box<SchedError>,
     },
+    /// A machine parameter the sweep cannot vary.
+    #[error("`{option}` is not a machine parameter a sweep can vary (valid: {valid})")]
+    UnknownMachineParam { option: String, valid: String },
+    /// A machine parameter's value that is not a positive number.
+    #[error("{option} = {value}: must be a positive number")]
+    BadMachineValue { option: String, value: String },
 }
 
 /// A run of an experiment that failed.

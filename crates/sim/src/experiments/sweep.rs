@@ -14,6 +14,13 @@
 //! metric = "elapsed_time"
 //! why = "no source gives the busy steal delay of the node-affine scheduler"
 //! ```
+//!
+//! An `option` of the form `machine.PARAM` varies the cost model's machine instead of the
+//! scheduler (issue 16, item 6: the assumptions that decide whether numa_test is latency- or
+//! bandwidth-bound): `machine.mlp` (memory-level parallelism of one core),
+//! `machine.local_latency_ns` (the idle local latency; every node pair's latency scales with
+//! it, so the remote/local ratios stay) and `machine.remote_bandwidth_ratio` (each node's
+//! bandwidth for traffic from other nodes, as a fraction of its local bandwidth).
 
 use serde::{Deserialize, Serialize};
 
@@ -46,9 +53,62 @@ pub struct SweepResult {
     pub rows: Vec<(String, Vec<CellSummary>)>,
 }
 
+/// The machine parameters a sweep can vary.
+pub const MACHINE_PARAMS: [&str; 3] = ["mlp", "local_latency_ns", "remote_bandwidth_ratio"];
+
+/// `topo` with machine parameter `param` (one of [`MACHINE_PARAMS`]) set to `v`.
+pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
+    let mut t = topo.clone();
+    match param {
+        "mlp" => t.cpu_model.mlp = v,
+        "local_latency_ns" => {
+            let local = t.latency_ns[0][0];
+            for row in &mut t.latency_ns {
+                for l in row.iter_mut() {
+                    *l *= v / local;
+                }
+            }
+        }
+        "remote_bandwidth_ratio" => {
+            for n in &mut t.nodes {
+                n.remote_bandwidth_gbps = n.bandwidth_gbps * v;
+            }
+        }
+        _ => return None,
+    }
+    Some(t)
+}
+
 impl Sweep {
-    /// The column's spec with `option` set to `value`.
+    /// The machine parameter this sweep varies, if it varies one (`machine.PARAM`).
+    pub fn machine_param(&self) -> Option<&str> {
+        self.option.strip_prefix("machine.")
+    }
+
+    /// The machine a value runs on.
+    fn machine_for(&self, topo: &Topology, value: &str) -> Result<Topology, SweepError> {
+        let Some(param) = self.machine_param() else {
+            return Ok(topo.clone());
+        };
+        let bad = || SweepError::BadMachineValue {
+            option: self.option.clone(),
+            value: value.to_string(),
+        };
+        let v: f64 = value.trim().parse().map_err(|_| bad())?;
+        if !(v.is_finite() && v > 0.0) {
+            return Err(bad());
+        }
+        machine_with(topo, param, v).ok_or_else(|| SweepError::UnknownMachineParam {
+            option: self.option.clone(),
+            valid: MACHINE_PARAMS.map(|p| format!("machine.{p}")).join(", "),
+        })
+    }
+
+    /// The column's spec with `option` set to `value` (a machine sweep keeps the column's).
     pub fn spec_for(&self, value: &str) -> Result<SchedSpec, SweepError> {
+        if self.machine_param().is_some() {
+            return Ok(SchedSpec::parse(&self.scheduler)?);
+        }
         let mut s = SchedSpec::parse(&self.scheduler)?;
         s.options.retain(|(k, _)| k != &self.option);
         s.options.push((self.option.clone(), value.to_string()));
@@ -75,6 +135,7 @@ impl Sweep {
         }
         for v in &self.values {
             let s = self.spec_for(v)?;
+            let topo = &self.machine_for(topo, v)?;
             sched::build(&s, topo).map_err(|source| SweepError::Value {
                 option: self.option.clone(),
                 value: v.clone(),
@@ -96,6 +157,10 @@ impl Sweep {
         let mut rows = Vec::new();
         for v in &self.values {
             let spec = self.spec_for(v)?;
+            let machine = match self.machine_param() {
+                Some(_) => Arc::new(self.machine_for(topo, v)?),
+                None => topo.clone(),
+            };
             let mut cells = super::numa::run_column(
                 n,
                 &self.scheduler,
@@ -103,7 +168,7 @@ impl Sweep {
                 &self.tasks,
                 self.reps,
                 seed,
-                topo,
+                &machine,
                 tick,
             )?;
             cells.sort_by_key(|c| self.tasks.iter().position(|&t| t == c.tasks));
@@ -113,5 +178,61 @@ impl Sweep {
             sweep: self.clone(),
             rows,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep(option: &str, values: &[&str]) -> Sweep {
+        Sweep {
+            scheduler: "o1".into(),
+            option: option.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            tasks: vec![4],
+            reps: 1,
+            metric: Metric::ElapsedTime,
+            why: "test".into(),
+        }
+    }
+
+    #[test]
+    fn machine_sweeps_change_the_machine_not_the_scheduler() {
+        let t = topo::preset("azusa16").expect("preset");
+        let cols = vec!["o1".to_string()];
+        let s = sweep("machine.local_latency_ns", &["125"]);
+        s.check(&cols, &t).expect("valid");
+        assert_eq!(s.spec_for("125").expect("spec").to_string(), "o1");
+        let m = s.machine_for(&t, "125").expect("machine");
+        assert!((m.latency_ns[0][0] - 125.0).abs() < 1e-9);
+        // The remote/local ratio stays.
+        let ratio = |x: &Topology| x.latency_ns[0][1] / x.latency_ns[0][0];
+        assert!((ratio(&m) - ratio(&t)).abs() < 1e-9);
+        let m = machine_with(&t, "mlp", 4.0).expect("mlp");
+        assert_eq!(m.cpu_model.mlp, 4.0);
+        let m = machine_with(&t, "remote_bandwidth_ratio", 0.5).expect("bw");
+        assert!((m.nodes[1].remote_bandwidth_gbps - t.nodes[1].bandwidth_gbps / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_machine_sweeps_name_the_choices() {
+        let t = topo::preset("azusa16").expect("preset");
+        let cols = vec!["o1".to_string()];
+        let e = sweep("machine.tlb", &["1"])
+            .check(&cols, &t)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("machine.tlb") && e.contains("machine.mlp"),
+            "{e}"
+        );
+        for v in ["0", "-1", "fast"] {
+            let e = sweep("machine.mlp", &[v])
+                .check(&cols, &t)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("positive") && e.contains(v), "{e}");
+        }
     }
 }

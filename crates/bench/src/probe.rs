@@ -56,6 +56,8 @@ pub struct ProbeCell {
     pub latency_ns: f64,
     /// One core's streaming read rate, GB/s (10^9 bytes per second).
     pub read_gbps: f64,
+    /// ns per independent random read-modify-write of a line ([`gather`]).
+    pub gather_ns: f64,
 }
 
 /// The probe's results.
@@ -65,6 +67,15 @@ pub struct ProbeResult {
     pub loads: u64,
     pub rounds: usize,
     pub cells: Vec<ProbeCell>,
+    /// Buffer of the last-level-cache chase: a quarter of one LLC, KiB.
+    pub llc_chase_kib: usize,
+    /// ns per dependent load through that buffer, on the first node's CPUs: a random access
+    /// that hits the LLC (the cost model's `cpu.llc_latency_ns`).
+    pub llc_latency_ns: f64,
+    /// ns per independent random read-modify-write through that buffer.
+    pub llc_gather_ns: f64,
+    /// (buffer KiB, ns per dependent load) from 256 KiB to twice the LLC.
+    pub cache_curve: Vec<(usize, f64)>,
 }
 
 /// Cache-line slot size; the chase touches one word per slot.
@@ -74,7 +85,12 @@ const WORDS_PER_LINE: usize = LINE / std::mem::size_of::<usize>();
 /// A buffer whose slots form one ring in random order: each slot's first word holds the
 /// index of the word to load next.
 fn chase_buffer(mib: usize, seed: u64) -> Vec<usize> {
-    let slots = (mib << 20) / LINE;
+    chase_buffer_kib(mib << 10, seed)
+}
+
+/// [`chase_buffer`] of `kib` KiB.
+fn chase_buffer_kib(kib: usize, seed: u64) -> Vec<usize> {
+    let slots = (kib << 10) / LINE;
     let mut order: Vec<usize> = (0..slots).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     let mut buf = vec![0usize; slots * WORDS_PER_LINE];
@@ -93,6 +109,27 @@ fn chase(buf: &[usize], loads: u64) -> f64 {
     }
     black_box(i);
     start.elapsed().as_nanos() as f64 / loads.max(1) as f64
+}
+
+/// Random slot indices for [`gather`]: `n` draws over the buffer's line slots.
+fn gather_indices(buf: &[usize], n: u64, seed: u64) -> Vec<u32> {
+    use rand::Rng;
+    let slots = (buf.len() / WORDS_PER_LINE).max(1) as u32;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7468);
+    (0..n).map(|_| rng.gen_range(0..slots)).collect()
+}
+
+/// ns per random access when the accesses do not depend on each other (numa_test's
+/// `a[ix[i]] += b[i]` shape: the indices stream in, the target lines are random): the
+/// core overlaps as many as it can, so latency / this = the lines it keeps in flight.
+fn gather(buf: &mut [usize], idx: &[u32]) -> f64 {
+    let start = Instant::now();
+    for &i in idx {
+        let w = i as usize * WORDS_PER_LINE;
+        buf[w] = buf[w].wrapping_add(1);
+    }
+    black_box(&buf[0]);
+    start.elapsed().as_nanos() as f64 / idx.len().max(1) as f64
 }
 
 /// GB/s of one pass summing every word.
@@ -115,6 +152,61 @@ fn bind(cpus: &CpuSet) -> Result<(), BenchError> {
     linux::affinity::set_affinity(tid, cpus)
         .map(|_| ())
         .map_err(|e| BenchError::Config(format!("cannot bind the probe to CPUs {cpus}: {e}")))
+}
+
+/// ns per dependent load through a buffer of `kib` (a quarter of the LLC: well beyond the
+/// private caches of today's cores, well within the LLC), on the first node with CPUs.
+fn llc_latency(nodes: &[CpuSet], kib: usize, cfg: &ProbeConfig) -> Result<(f64, f64), BenchError> {
+    let Some(cpus) = nodes.iter().find(|n| !n.is_empty()) else {
+        return Ok((0.0, 0.0));
+    };
+    bind(cpus)?;
+    let mut buf = chase_buffer_kib(kib, cfg.seed);
+    chase(&buf, cfg.loads / 4);
+    let latency = median((0..cfg.rounds).map(|_| chase(&buf, cfg.loads)).collect());
+    let idx = gather_indices(&buf, cfg.loads, cfg.seed);
+    let gathered = median((0..cfg.rounds).map(|_| gather(&mut buf, &idx)).collect());
+    Ok((latency, gathered))
+}
+
+/// Dependent-load latency through buffers of 256 KiB doubling up to twice the LLC that
+/// `/sys` reports, on the first node with CPUs: (KiB, ns) points. Where it climbs towards
+/// the memory latency is the cache this core really gets (a virtual machine shares its
+/// host's LLC with other guests).
+fn cache_curve(
+    nodes: &[CpuSet],
+    llc_kib: usize,
+    cfg: &ProbeConfig,
+) -> Result<Vec<(usize, f64)>, BenchError> {
+    let Some(cpus) = nodes.iter().find(|n| !n.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    bind(cpus)?;
+    let mut out = Vec::new();
+    let mut kib = 256;
+    while kib <= (2 * llc_kib).max(512) {
+        let buf = chase_buffer_kib(kib, cfg.seed);
+        chase(&buf, cfg.loads / 4);
+        let loads = (cfg.loads / 4).max(1);
+        out.push((
+            kib,
+            median((0..cfg.rounds).map(|_| chase(&buf, loads)).collect()),
+        ));
+        kib *= 2;
+    }
+    Ok(out)
+}
+
+/// The largest buffer of `curve` whose latency lies less than half-way from the smallest
+/// buffer's latency to `memory_ns`: the last-level cache one core effectively holds, KiB.
+pub fn effective_llc_kib(curve: &[(usize, f64)], memory_ns: f64) -> Option<usize> {
+    let first = curve.first()?.1;
+    let mid = first + (memory_ns - first) / 2.0;
+    curve
+        .iter()
+        .filter(|(_, ns)| *ns < mid)
+        .map(|(k, _)| *k)
+        .max()
 }
 
 /// Run the probe on the host whose `/sys` is under `root`.
@@ -148,20 +240,32 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
             chase(&buf, cfg.loads / 4); // warm the TLB and caches once
             let latency_ns = median((0..cfg.rounds).map(|_| chase(&buf, cfg.loads)).collect());
             let read_gbps = median((0..cfg.rounds).map(|_| stream(&buf)).collect());
+            let idx = gather_indices(&buf, cfg.loads, cfg.seed);
+            let mut copy = buf.clone();
+            let gather_ns = median((0..cfg.rounds).map(|_| gather(&mut copy, &idx)).collect());
             cells.push(ProbeCell {
                 cpu_node,
                 mem_node,
                 latency_ns,
                 read_gbps,
+                gather_ns,
             });
         }
     }
+    let llc_kib = (host.topology.cpu_model.llc_bytes / 1024) as usize;
+    let cache_curve = cache_curve(&nodes, llc_kib, cfg)?;
+    let llc_chase_kib = (llc_kib / 4).max(64);
+    let (llc_latency_ns, llc_gather_ns) = llc_latency(&nodes, llc_chase_kib, cfg)?;
     bind(&all)?;
     Ok(ProbeResult {
         buffer_mib: cfg.mib,
         loads: cfg.loads,
         rounds: cfg.rounds,
         cells,
+        llc_chase_kib,
+        llc_latency_ns,
+        llc_gather_ns,
+        cache_curve,
     })
 }
 
@@ -194,6 +298,50 @@ impl ProbeResult {
                 self.local_read_gbps().unwrap_or(0.0)
             );
         }
+        let _ = writeln!(
+            s,
+            "last-level cache: {:.1} ns per dependent load through {} KiB, {:.2} ns per \
+             independent random update (MLP {:.1})",
+            self.llc_latency_ns,
+            self.llc_chase_kib,
+            self.llc_gather_ns,
+            self.llc_mlp().unwrap_or(0.0)
+        );
+        if let Some(m) = self.random_mlp() {
+            let _ = writeln!(
+                s,
+                "independent random updates beyond the LLC: MLP {m:.1} (latency / ns per update)"
+            );
+        }
+        if !self.cache_curve.is_empty() {
+            let pts: Vec<String> = self
+                .cache_curve
+                .iter()
+                .map(|(k, ns)| format!("{} KiB {ns:.0} ns", k))
+                .collect();
+            let _ = writeln!(s, "dependent loads by buffer size: {}", pts.join(", "));
+        }
+        if let Some(kib) = self.effective_llc_kib() {
+            let _ = writeln!(
+                s,
+                "last-level cache this core holds: about {kib} KiB (--machine-set llc_kib={kib})"
+            );
+        }
+        if let (Some(local), Some(stream), Some(mlp), Some(llc)) = (
+            self.local_latency_ns(),
+            self.stream_mlp(),
+            self.random_mlp(),
+            self.model_llc_latency_ns(),
+        ) {
+            let _ = writeln!(
+                s,
+                "[cpu] mlp = {mlp:.1}, stream_mlp = {stream:.0} (latency x rate / line), \
+                 llc_latency_ns = {llc:.0} (ns per independent LLC hit x mlp).\n\
+                 For `homenode sim --machine host`: --machine-set local_latency_ns={local:.0} \
+                 --machine-set mlp={mlp:.1} --machine-set stream_mlp={stream:.0} \
+                 --machine-set llc_latency_ns={llc:.0}"
+            );
+        }
         s
     }
 
@@ -205,6 +353,42 @@ impl ProbeResult {
     pub fn local_latency_ns(&self) -> Option<f64> {
         let v: Vec<f64> = self.local().map(|c| c.latency_ns).collect();
         (!v.is_empty()).then(|| median(v))
+    }
+
+    /// Lines one core keeps in flight while streaming, by Little's law: the local read rate
+    /// in lines per ns times the local latency (the cost model's `cpu.stream_mlp`).
+    pub fn stream_mlp(&self) -> Option<f64> {
+        let lat = self.local_latency_ns()?;
+        let gbps = self.local_read_gbps()?;
+        (lat > 0.0 && gbps > 0.0).then(|| (gbps * lat / LINE as f64).max(1.0))
+    }
+
+    /// Lines one core keeps in flight for independent random accesses that miss the caches
+    /// (the cost model's `cpu.mlp`): local latency over the local gather time per access.
+    pub fn random_mlp(&self) -> Option<f64> {
+        let lat = self.local_latency_ns()?;
+        let v: Vec<f64> = self.local().map(|c| c.gather_ns).collect();
+        let g = (!v.is_empty()).then(|| median(v))?;
+        (g > 0.0).then(|| (lat / g).max(1.0))
+    }
+
+    /// The same for accesses that hit the last-level cache.
+    pub fn llc_mlp(&self) -> Option<f64> {
+        (self.llc_gather_ns > 0.0).then(|| (self.llc_latency_ns / self.llc_gather_ns).max(1.0))
+    }
+
+    /// [`effective_llc_kib`] of this probe's curve against its local memory latency.
+    pub fn effective_llc_kib(&self) -> Option<usize> {
+        effective_llc_kib(&self.cache_curve, self.local_latency_ns()?)
+    }
+
+    /// The cost model's `cpu.llc_latency_ns`: the model charges an LLC hit its latency over
+    /// `mlp`, so the figure that reproduces the measured time per independent hit is that
+    /// time times [`random_mlp`](Self::random_mlp). (The dependent-load latency through the
+    /// same buffer is printed too; the core overlaps hits more than misses.)
+    pub fn model_llc_latency_ns(&self) -> Option<f64> {
+        let mlp = self.random_mlp()?;
+        (self.llc_gather_ns > 0.0).then(|| self.llc_gather_ns * mlp)
     }
 
     /// Median one-core read rate of the node-local cells.
@@ -233,6 +417,43 @@ mod tests {
         }
         assert_eq!(i, 0, "the walk returns to the start after every slot");
         assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn stream_mlp_is_littles_law() {
+        let cell = |c, m, lat, gbps| ProbeCell {
+            cpu_node: c,
+            mem_node: m,
+            latency_ns: lat,
+            read_gbps: gbps,
+            gather_ns: 16.0,
+        };
+        let r = ProbeResult {
+            buffer_mib: 1,
+            loads: 1,
+            rounds: 1,
+            cells: vec![cell(0, 0, 128.0, 25.6), cell(0, 1, 300.0, 1.0)],
+            llc_chase_kib: 8192,
+            llc_latency_ns: 20.0,
+            llc_gather_ns: 4.0,
+            cache_curve: vec![(256, 10.0), (512, 20.0), (1024, 60.0), (2048, 100.0)],
+        };
+        // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
+        assert!((r.stream_mlp().unwrap() - 51.2).abs() < 1e-9);
+        assert!(r.to_text().contains("--machine-set stream_mlp=51"));
+        // 128 ns over 16 ns per independent update: 8 in flight; the LLC's 20 / 4: 5.
+        assert_eq!(r.random_mlp(), Some(8.0));
+        assert_eq!(r.llc_mlp(), Some(5.0));
+        // 4 ns per independent hit, overlapped 8 deep as the model overlaps misses: 32 ns.
+        assert_eq!(r.model_llc_latency_ns(), Some(32.0));
+        let text = r.to_text();
+        assert!(text.contains("--machine-set mlp=8.0"), "{text}");
+        assert!(text.contains("--machine-set llc_latency_ns=32"), "{text}");
+        // Half-way from 10 ns to the memory's 128 ns is 69 ns: 1024 KiB is the last below.
+        assert_eq!(r.effective_llc_kib(), Some(1024));
+        assert!(text.contains("--machine-set llc_kib=1024"), "{text}");
+        let none = ProbeResult { cells: vec![], ..r };
+        assert_eq!(none.stream_mlp(), None);
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub struct NumaTestArgs {
     /// Machine: preset name, spec file (.toml) or synthetic spec (nodes=4,cpus-per-node=4,remote-ratio=1.6).
     #[arg(long, default_value = "azusa16")]
     machine: String,
+    /// A cost-model figure of the machine, PARAM=VALUE (repeatable): mlp, stream_mlp,
+    /// llc_latency_ns, llc_kib, local_latency_ns, remote_bandwidth_ratio (`homenode bench probe` prints this host's).
+    #[arg(long = "machine-set", value_name = "PARAM=VALUE")]
+    machine_set: Vec<String>,
     /// Schedulers, comma separated; options after a colon (o1,node-affine-static:home_bonus=2).
     #[arg(long, default_value = "o1,node-affine-static,node-affine-dynamic")]
     sched: String,
@@ -83,6 +87,9 @@ pub struct WorkloadArgs {
     file: String,
     #[arg(long, default_value = "azusa16")]
     machine: String,
+    /// A cost-model figure of the machine, PARAM=VALUE (repeatable), as for `numa-test`.
+    #[arg(long = "machine-set", value_name = "PARAM=VALUE")]
+    machine_set: Vec<String>,
     #[arg(long, default_value = "o1")]
     sched: String,
     #[arg(long, default_value_t = 1)]
@@ -104,6 +111,7 @@ impl Default for NumaTestArgs {
     fn default() -> Self {
         NumaTestArgs {
             machine: "azusa16".into(),
+            machine_set: Vec::new(),
             sched: "o1,node-affine-static,node-affine-dynamic".into(),
             tasks: vec![4, 8, 16, 32, 64],
             reps: 10,
@@ -131,9 +139,26 @@ pub fn run(a: SimArgs) -> Result<()> {
 }
 
 fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
-    Ok(Arc::new(
-        topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?,
-    ))
+    machine_with_sets(arg, &[])
+}
+
+/// The machine `arg` with each `--machine-set PARAM=VALUE` applied in order.
+fn machine_with_sets(arg: &str, sets: &[String]) -> Result<Arc<topo::Topology>> {
+    let mut t = topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?;
+    let valid = sim::experiments::sweep::MACHINE_PARAMS.join(", ");
+    for item in sets {
+        let Some((k, v)) = item.split_once('=') else {
+            bail!("--machine-set `{item}`: expected PARAM=VALUE (PARAM: {valid})");
+        };
+        let v: f64 = match v.trim().parse() {
+            Ok(v) if f64::is_finite(v) && v > 0.0 => v,
+            _ => bail!("--machine-set `{item}`: the value must be a positive number"),
+        };
+        t = sim::experiments::sweep::machine_with(&t, k.trim(), v).ok_or_else(|| {
+            anyhow!("--machine-set `{item}`: unknown PARAM `{k}` (valid: {valid})")
+        })?;
+    }
+    Ok(Arc::new(t))
 }
 
 /// Help of a `--placement` option: `what`, the policies of the registry, an example.
@@ -152,7 +177,7 @@ fn placement(arg: &str) -> Result<Option<sim::PlacementSpec>> {
 }
 
 fn numa_test(a: NumaTestArgs) -> Result<()> {
-    let topo = machine(&a.machine)?;
+    let topo = machine_with_sets(&a.machine, &a.machine_set)?;
     let scheds = SchedSpec::parse_list(&a.sched)?;
     if scheds.is_empty() {
         bail!("--sched names no scheduler");
@@ -299,7 +324,7 @@ fn contention_period(v: &str) -> Result<sim::time::Ns, String> {
 }
 
 fn workload(a: WorkloadArgs) -> Result<()> {
-    let topo = machine(&a.machine)?;
+    let topo = machine_with_sets(&a.machine, &a.machine_set)?;
     let text = sim::budget::read_input(std::path::Path::new(&a.file))?;
     let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
     w.check_machine(&topo).with_context(|| a.file.clone())?;

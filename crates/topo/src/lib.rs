@@ -64,6 +64,13 @@ pub struct CpuModel {
     pub freq_mhz: f64,
     /// Memory-level parallelism: independent cache misses one CPU keeps in flight on average.
     pub mlp: f64,
+    /// Lines one CPU keeps in flight for a sequential stream (its hardware prefetchers run
+    /// ahead of the loads), when a machine file or `--machine-set` gives it; else `mlp`
+    /// ([`CpuModel::stream_mlp`]).
+    pub stream_mlp: Option<f64>,
+    /// Load-to-use latency of a random access that hits the last-level cache, ns, when a
+    /// machine file or `--machine-set` gives it; else such hits are free.
+    pub llc_latency_ns: Option<f64>,
     /// Size of one last-level cache, in bytes.
     pub llc_bytes: u64,
     /// Cache line size, bytes.
@@ -72,6 +79,13 @@ pub struct CpuModel {
     /// queue entries): how long it runs on while waiting for ownership of a line it writes.
     /// 0 when not known (no credit).
     pub store_buffer: u32,
+}
+
+impl CpuModel {
+    /// Lines in flight for a sequential stream: the given figure, else `mlp`.
+    pub fn stream_mlp(&self) -> f64 {
+        self.stream_mlp.unwrap_or(self.mlp)
+    }
 }
 
 /// Memory-system facts used by the cost model.

@@ -84,6 +84,14 @@ pub struct CpuSpec {
     /// Store buffer (store queue) entries per CPU; 0 (the default) gives writers no credit.
     #[serde(default)]
     pub store_buffer: u32,
+    /// Lines one CPU keeps in flight for a sequential stream (hardware prefetchers), >= 1;
+    /// absent: `mlp` (no prefetch credit beyond what random misses get).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_mlp: Option<f64>,
+    /// Load-to-use latency of a random access that hits the last-level cache, ns; absent:
+    /// hits cost nothing beyond the operation's core cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_latency_ns: Option<f64>,
 }
 
 /// `[memory]` table.
@@ -326,9 +334,25 @@ impl MachineSpec {
                 TopoError::impossible(o, "cpu.llc_kib", format!("is {}, must be > 0", c.llc_kib))
             })?;
         power_of_two(o, "cpu.line_bytes", c.line_bytes)?;
+        if let Some(s) = c.stream_mlp.filter(|s| !(s.is_finite() && *s >= 1.0)) {
+            return Err(TopoError::impossible(
+                o,
+                "cpu.stream_mlp",
+                format!("is {s}, must be a finite number >= 1"),
+            ));
+        }
+        if let Some(l) = c.llc_latency_ns.filter(|l| !(l.is_finite() && *l >= 0.0)) {
+            return Err(TopoError::impossible(
+                o,
+                "cpu.llc_latency_ns",
+                format!("is {l}, must be a finite number >= 0"),
+            ));
+        }
         Ok(CpuModel {
             freq_mhz: c.freq_mhz,
             mlp: c.mlp,
+            stream_mlp: c.stream_mlp,
+            llc_latency_ns: c.llc_latency_ns,
             llc_bytes,
             line_bytes: c.line_bytes,
             store_buffer: c.store_buffer,
@@ -755,6 +779,12 @@ fault_overhead_ns = 1000
             ("freq_mhz = 1000", "freq_mhz = -1", "`cpu.freq_mhz`"),
             ("freq_mhz = 1000", "freq_mhz = inf", "`cpu.freq_mhz`"),
             ("mlp = 1", "mlp = 0.5", "`cpu.mlp`"),
+            ("mlp = 1", "mlp = 1\nstream_mlp = 0.5", "`cpu.stream_mlp`"),
+            (
+                "mlp = 1",
+                "mlp = 1\nllc_latency_ns = -1",
+                "`cpu.llc_latency_ns`",
+            ),
             ("llc_kib = 1024", "llc_kib = 0", "`cpu.llc_kib`"),
             (
                 "llc_kib = 1024",

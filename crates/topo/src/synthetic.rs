@@ -131,6 +131,8 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
             llc_kib: llc_kib as u64,
             line_bytes: base.cpu.line_bytes,
             store_buffer: base.cpu.store_buffer,
+            stream_mlp: base.cpu.stream_mlp,
+            llc_latency_ns: base.cpu.llc_latency_ns,
         },
         memory,
         node_overrides: Vec::new(),

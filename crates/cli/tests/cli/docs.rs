@@ -74,3 +74,31 @@ fn links_between_docs_resolve() {
         }
     }
 }
+
+/// Every key of a machine file's `[cpu]` and `[memory]` tables and every `--machine-set`
+/// parameter is described in docs/MACHINES.md.
+#[test]
+fn machine_keys_are_documented() {
+    let doc = std::fs::read_to_string(repo().join("docs/MACHINES.md")).expect("MACHINES.md");
+    let mut spec = topo::presets::preset_spec("xeon2s").expect("preset");
+    // Optional keys are left out of the TOML when absent: give them a value.
+    spec.cpu.stream_mlp = Some(2.0);
+    spec.cpu.llc_latency_ns = Some(1.0);
+    spec.memory.latency_ns = Some(vec![vec![1.0]]);
+    let text = spec.to_toml_string();
+    let table: toml::Table = text.parse().expect("spec TOML");
+    let mut missing = Vec::new();
+    for section in ["cpu", "memory"] {
+        for key in table[section].as_table().expect("table").keys() {
+            if !doc.contains(&format!("\n{key} = ")) {
+                missing.push(format!("{section}.{key}"));
+            }
+        }
+    }
+    for p in sim::experiments::sweep::MACHINE_PARAMS {
+        if !doc.contains(&format!("`{p}`")) {
+            missing.push(format!("--machine-set {p}"));
+        }
+    }
+    assert!(missing.is_empty(), "not in docs/MACHINES.md: {missing:?}");
+}

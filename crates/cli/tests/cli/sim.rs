@@ -496,3 +496,55 @@ fn numa_test_with_a_placement_policy() {
     bad.extend(["--placement", "autonuma"]);
     fails(&bad, &["unknown placement policy `autonuma`"]);
 }
+
+// ---- --machine-set ----------------------------------------------------------------------
+
+/// The jobs' mean user time of a one-rep, no-hackbench numa_test on SMALL.
+fn user_time(extra: &[&str]) -> f64 {
+    let mut args = vec![
+        "sim",
+        "numa-test",
+        "--machine",
+        SMALL,
+        "--sched",
+        "o1",
+        "--tasks",
+        "2",
+        "--reps",
+        "1",
+        "--size",
+        "200000",
+        "--passes",
+        "5",
+        "--no-disturb",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let v: serde_json::Value = serde_json::from_str(&ok(&args)).expect("json");
+    v["results"][0]["avg_user_s"]["mean"]
+        .as_f64()
+        .expect("avg_user_s")
+}
+
+#[test]
+fn machine_set_changes_the_cost_model() {
+    let base = user_time(&[]);
+    // More stream lines in flight: the arrays' streams cost less.
+    let prefetch = user_time(&["--machine-set", "stream_mlp=64"]);
+    assert!(prefetch < base, "{prefetch} !< {base}");
+    // A cost per LLC hit: the random array's hits now cost time.
+    let hits = user_time(&["--machine-set", "llc_latency_ns=40"]);
+    assert!(hits > base, "{hits} !> {base}");
+    // A tiny LLC: the random accesses miss.
+    let small = user_time(&["--machine-set", "llc_kib=64"]);
+    assert!(small > base, "{small} !> {base}");
+}
+
+#[test]
+fn machine_set_errors_name_the_culprit() {
+    let args = |v: &'static str| ["sim", "numa-test", "--machine", SMALL, "--machine-set", v];
+    fails(&args("mpl=3"), &["mpl", "stream_mlp", "llc_kib"]);
+    fails(&args("mlp"), &["`mlp`", "PARAM=VALUE"]);
+    fails(&args("mlp=-1"), &["mlp=-1", "positive"]);
+    fails(&args("mlp=x"), &["mlp=x", "positive"]);
+}

@@ -102,7 +102,7 @@ pub fn numa_balancing(t: &Topology) -> String {
         .unwrap_or(0);
     let group = 2u64 << 20;
     let cpu = &t.cpu_model;
-    let core_gbps = cpu.mlp * cpu.line_bytes as f64 / t.latency_ns(0, far).max(1e-3);
+    let core_gbps = cpu.stream_mlp() * cpu.line_bytes as f64 / t.latency_ns(0, far).max(1e-3);
     let gbps = t.nodes[far]
         .remote_bandwidth_gbps
         .min(t.nodes[0].bandwidth_gbps)

@@ -17,7 +17,10 @@
 //!
 //! An `option` of the form `machine.PARAM` varies the cost model's machine instead of the
 //! scheduler (issue 16, item 6: the assumptions that decide whether numa_test is latency- or
-//! bandwidth-bound): `machine.mlp` (memory-level parallelism of one core),
+//! bandwidth-bound): `machine.mlp` (memory-level parallelism of one core; of its streams too
+//! unless the machine gives `stream_mlp`), `machine.stream_mlp` (lines one core keeps in
+//! flight for a sequential stream), `machine.llc_latency_ns` (a random access that hits the
+//! last-level cache), `machine.llc_kib` (the size of one last-level cache),
 //! `machine.local_latency_ns` (the idle local latency; every node pair's latency scales with
 //! it, so the remote/local ratios stay) and `machine.remote_bandwidth_ratio` (each node's
 //! bandwidth for traffic from other nodes, as a fraction of its local bandwidth).
@@ -54,13 +57,23 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 3] = ["mlp", "local_latency_ns", "remote_bandwidth_ratio"];
+pub const MACHINE_PARAMS: [&str; 6] = [
+    "llc_kib",
+    "mlp",
+    "stream_mlp",
+    "llc_latency_ns",
+    "local_latency_ns",
+    "remote_bandwidth_ratio",
+];
 
 /// `topo` with machine parameter `param` (one of [`MACHINE_PARAMS`]) set to `v`.
 pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
     let mut t = topo.clone();
     match param {
         "mlp" => t.cpu_model.mlp = v,
+        "stream_mlp" => t.cpu_model.stream_mlp = Some(v),
+        "llc_latency_ns" => t.cpu_model.llc_latency_ns = Some(v),
+        "llc_kib" => t.cpu_model.llc_bytes = ((v * 1024.0).round() as u64).max(1),
         "local_latency_ns" => {
             let local = t.latency_ns[0][0];
             for row in &mut t.latency_ns {

@@ -164,6 +164,8 @@ pub fn linear_op_into(
     let nr = topo.nr_nodes();
     let line = topo.cpu_model.line_bytes as f64;
     let mlp = topo.cpu_model.mlp.max(1e-3);
+    let stream_mlp = topo.cpu_model.stream_mlp().max(1e-3);
+    let llc_ns = topo.cpu_model.llc_latency_ns.unwrap_or(0.0);
     let cpu_node = at.cpu_node;
     out.cpu_node = cpu_node;
     out.base_ns = op.cycles * topo.ns_per_cycle();
@@ -181,16 +183,22 @@ pub fn linear_op_into(
     frac.clear();
     frac.resize(nr, 0.0);
     for (i, a) in op.accesses.iter().enumerate() {
-        let lines = match a.pattern {
-            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil(),
-            Pattern::Stream => a.bytes / line,
+        // A stream's next lines are known ahead, so the prefetchers keep more of them in
+        // flight than a random access pattern allows.
+        let (lines, in_flight) = match a.pattern {
+            Pattern::Random => ((1.0 - hit) * (a.bytes / line).ceil(), mlp),
+            Pattern::Stream => (a.bytes / line, stream_mlp),
         };
+        if a.pattern == Pattern::Random {
+            // The lines that hit still wait for the LLC, overlapped as misses are.
+            out.base_ns += hit * (a.bytes / line).ceil() * llc_ns / mlp;
+        }
         out.lines += lines;
         at.regions[a.region].node_fractions(cpu_node, frac);
         let traffic = if a.write { 2.0 } else { 1.0 } * line;
         for (j, &f) in frac.iter().enumerate() {
             if f != 0.0 {
-                out.coef[j] += lines * f * topo.latency_ns(cpu_node, j) / mlp;
+                out.coef[j] += lines * f * topo.latency_ns(cpu_node, j) / in_flight;
                 out.bytes[j] += lines * f * traffic;
             }
         }
@@ -242,16 +250,24 @@ pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId
     } else {
         1.0
     };
-    let lines: f64 = op
+    // Lines missed, each over the lines in flight for its pattern.
+    let lines_over_mlp: f64 = op
         .accesses
         .iter()
         .map(|a| match a.pattern {
-            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil(),
-            Pattern::Stream => a.bytes / line,
+            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / topo.cpu_model.mlp.max(1e-3),
+            Pattern::Stream => a.bytes / line / topo.cpu_model.stream_mlp().max(1e-3),
         })
         .sum();
+    let hits_over_mlp: f64 = op
+        .accesses
+        .iter()
+        .filter(|a| a.pattern == Pattern::Random)
+        .map(|a| hit * (a.bytes / line).ceil() / topo.cpu_model.mlp.max(1e-3))
+        .sum();
     op.cycles * topo.ns_per_cycle()
-        + lines * topo.latency_ns(node, node) / topo.cpu_model.mlp.max(1e-3)
+        + lines_over_mlp * topo.latency_ns(node, node)
+        + hits_over_mlp * topo.cpu_model.llc_latency_ns.unwrap_or(0.0)
 }
 
 /// The running threads on one node that reach a shared cache line in the same way (all write
@@ -761,6 +777,39 @@ mod tests {
             * t.latency_ns(0, 0)
             / t.cpu_model.mlp;
         assert!((miss - expect).abs() < 1e-9, "{miss} vs {expect}");
+    }
+
+    #[test]
+    fn streams_overlap_stream_mlp_lines_and_llc_hits_cost_their_latency() {
+        let mut t = machine();
+        let big = [region_on(&t, 0, 1 << 30)];
+        let stream = OpCost {
+            cycles: 0.0,
+            accesses: vec![Access {
+                region: 0,
+                pattern: Pattern::Stream,
+                bytes: 64.0,
+                write: false,
+                contended: 0.0,
+            }],
+        };
+        let idle = Contention::idle(2);
+        let ns = |t: &Topology, op: &OpCost, r: &[Region]| {
+            op_profile(t, op, r, 0, t.cpu_model.llc_bytes as f64, &idle, &[]).ns
+        };
+        let by_mlp = ns(&t, &stream, &big);
+        assert!((by_mlp - t.latency_ns(0, 0) / t.cpu_model.mlp).abs() < 1e-9);
+        t.cpu_model.stream_mlp = Some(4.0 * t.cpu_model.mlp);
+        assert!((ns(&t, &stream, &big) - by_mlp / 4.0).abs() < 1e-9);
+        // A random array that fits the cache: free hits, unless the LLC has a latency.
+        let small = [region_on(&t, 0, 4096)];
+        let free = ns(&t, &random_op(), &small);
+        assert_eq!(free, 4.0 * t.ns_per_cycle());
+        t.cpu_model.llc_latency_ns = Some(30.0);
+        let hit = ns(&t, &random_op(), &small) - free;
+        assert!((hit - 30.0 / t.cpu_model.mlp).abs() < 1e-9, "{hit}");
+        let f = free_op_ns(&t, &random_op(), &small, 0) - free;
+        assert!((f - hit).abs() < 1e-9, "{f} vs {hit}");
     }
 
     #[test]

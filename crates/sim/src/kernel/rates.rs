@@ -135,7 +135,8 @@ impl Kernel {
                 };
                 let lat = self.topo.latency_ns(node, to) * q;
                 let line = self.topo.cpu_model.line_bytes as f64;
-                let per_byte_write = lat / self.topo.cpu_model.mlp.max(1e-3) / line;
+                // First touches write the pages in order: a stream.
+                let per_byte_write = lat / self.topo.cpu_model.stream_mlp().max(1e-3) / line;
                 let fault = self.topo.memory.fault_overhead_ns / self.topo.memory.page_bytes as f64;
                 let per_byte = 2.0 * per_byte_write + fault;
                 (1.0 / per_byte, per_byte_write / per_byte)
@@ -573,7 +574,9 @@ impl Kernel {
     /// Time one CPU takes to migrate `bytes` from `from` to `to`, ns.
     pub fn migration_cost_ns(&self, from: topo::NodeId, to: topo::NodeId, bytes: u64) -> f64 {
         let cpu = &self.topo.cpu_model;
-        let core_gbps = cpu.mlp * cpu.line_bytes as f64 / self.topo.latency_ns(to, from).max(1e-3);
+        // The copy reads and writes pages in order: a stream.
+        let core_gbps =
+            cpu.stream_mlp() * cpu.line_bytes as f64 / self.topo.latency_ns(to, from).max(1e-3);
         let gbps = self.topo.nodes[from]
             .remote_bandwidth_gbps
             .min(self.topo.nodes[to].bandwidth_gbps)

@@ -262,6 +262,8 @@ impl Reader<'_> {
             cpu_model: CpuModel {
                 freq_mhz: clock.mhz,
                 mlp: base.cpu.mlp,
+                stream_mlp: base.cpu.stream_mlp,
+                llc_latency_ns: base.cpu.llc_latency_ns,
                 llc_bytes: scaled.llc_bytes,
                 line_bytes: grouping.line_bytes.unwrap_or(base.cpu.line_bytes),
                 store_buffer: base.cpu.store_buffer,

@@ -202,6 +202,8 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         llc_kib: cpu.2,
                         line_bytes: cpu.3,
                         store_buffer: 0,
+                        stream_mlp: None,
+                        llc_latency_ns: None,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

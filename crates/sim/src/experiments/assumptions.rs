@@ -31,7 +31,7 @@ pub fn memory_bound(t: &Topology) -> String {
 
 /// Markdown bullet list for the kbuild + bonnie mix; `disks` as the experiment's `[mix]`
 /// gives it (absent: the model without a disk queue).
-pub fn io_mix(t: &Topology, disks: Option<u32>) -> String {
+pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> String {
     let mut s = common(t);
     let _ = writeln!(
         s,
@@ -49,7 +49,6 @@ pub fn io_mix(t: &Topology, disks: Option<u32>) -> String {
         );
         return s;
     };
-    let d = crate::disk::DiskParams::default();
     let pp = crate::workload::kbuild::PipelineParams::default();
     let b = crate::workload::BonnieParams::default();
     let _ = writeln!(

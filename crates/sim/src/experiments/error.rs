@@ -71,6 +71,9 @@ pub enum RunFailure {
     },
     #[error("missing run")]
     MissingRun,
+    /// A sweep value that does not fit its parameter (checked at parse time too).
+    #[error("{0}")]
+    Config(String),
     #[error("no machine")]
     NoMachine,
 }

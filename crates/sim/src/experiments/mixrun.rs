@@ -58,9 +58,21 @@ pub fn params(m: &MixSection) -> MixParams {
         bonnie: BonnieParams::default(),
         disks: m.disks.map(|count| MixDisks {
             count,
-            params: Default::default(),
+            params: disk_params(m),
             pipeline: PipelineParams::default(),
         }),
+    }
+}
+
+/// The disks' mechanics: the era's defaults (docs/MODEL.md §7) unless `[mix]` sets them.
+pub fn disk_params(m: &MixSection) -> crate::disk::DiskParams {
+    let d = crate::disk::DiskParams::default();
+    crate::disk::DiskParams {
+        seek_ns: m
+            .seek_ms
+            .map_or(d.seek_ns, |ms| (ms * crate::time::MS as f64).round() as u64),
+        rpm: m.rpm.unwrap_or(d.rpm),
+        bytes_per_s: m.transfer_mb_s.map_or(d.bytes_per_s, |mb| mb * 1e6),
     }
 }
 

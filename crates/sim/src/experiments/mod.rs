@@ -11,6 +11,7 @@
 
 mod assumptions;
 pub mod error;
+pub mod mix_sweep;
 mod mixrun;
 mod numa;
 mod report;
@@ -187,6 +188,9 @@ pub struct Outcome {
     /// Sensitivity sweeps, in the file's order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<sweep::SweepResult>,
+    /// Sensitivity sweeps of a `[mix]` experiment, in the file's order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mix_sweeps: Vec<mix_sweep::MixSweepResult>,
     /// Markdown report.
     #[serde(skip)]
     pub markdown: String,
@@ -244,6 +248,7 @@ pub fn run(
         study: None,
         scoreboard: None,
         sweeps: Vec::new(),
+        mix_sweeps: Vec::new(),
         markdown: String::new(),
         charts: Vec::new(),
         spec: spec.clone(),
@@ -255,7 +260,11 @@ pub fn run(
                 .push(w.run(n, spec.seed, &topo, tick).map_err(&fail)?);
         }
     } else if let Some(m) = &spec.mix {
-        out.mix = mixrun::run(&spec, m, &topo, tick).map_err(fail)?;
+        out.mix = mixrun::run(&spec, m, &topo, tick).map_err(&fail)?;
+        for w in &spec.mix_sweep {
+            out.mix_sweeps
+                .push(w.run(&spec, m, &topo, tick).map_err(&fail)?);
+        }
     } else if let Some(s) = &spec.study {
         out.study = Some(studyrun::run(s, &spec.machine, spec.seed, tick).map_err(fail)?);
     }
@@ -289,6 +298,7 @@ fn run_scoreboard(
         study: None,
         scoreboard: None,
         sweeps: Vec::new(),
+        mix_sweeps: Vec::new(),
         markdown: String::new(),
         charts: Vec::new(),
     };

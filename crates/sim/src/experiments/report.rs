@@ -44,7 +44,15 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
         }
     } else {
         let disks = e.mix.as_ref().and_then(|m| m.disks);
-        mix_table(&mut md, &mut charts, &o.mix, topo, disks)?;
+        let params = e
+            .mix
+            .as_ref()
+            .map(super::mixrun::disk_params)
+            .unwrap_or_default();
+        mix_table(&mut md, &mut charts, &o.mix, topo, (disks, params))?;
+        for r in &o.mix_sweeps {
+            mix_sweep_table(&mut md, r);
+        }
     }
     Ok((md, charts))
 }
@@ -121,6 +129,40 @@ fn numa_tables(
         gain_table(md, o, n, base, &scheds, &assume);
     }
     Ok(())
+}
+
+/// One mix sweep: rows the parameter's values, columns the schedulers (mean build time and
+/// mean load average during the builds).
+fn mix_sweep_table(md: &mut String, r: &super::mix_sweep::MixSweepResult) {
+    let w = &r.sweep;
+    let _ = writeln!(
+        md,
+        "## Sensitivity: disk model `{}`, mean build time [s] / load average during the \
+         builds, over {} repetitions\n\n{}\n",
+        w.param,
+        w.reps,
+        w.why.trim()
+    );
+    let Some((_, first)) = r.rows.first() else {
+        return;
+    };
+    let _ = write!(md, "| {} |", w.param);
+    for c in first {
+        let _ = write!(md, " `{}` |", c.scheduler);
+    }
+    let _ = write!(md, "\n| --- |");
+    for _ in first {
+        md.push_str(" --- |");
+    }
+    md.push('\n');
+    for (value, cells) in &r.rows {
+        let _ = write!(md, "| {value} |");
+        for c in cells {
+            let _ = write!(md, " {:.1} / {:.1} |", c.build.mean, c.load_mean);
+        }
+        md.push('\n');
+    }
+    md.push('\n');
 }
 
 /// One sensitivity sweep: rows the option's values, columns the task counts.
@@ -216,7 +258,7 @@ fn mix_table(
     charts: &mut Vec<(String, String)>,
     cells: &[MixCell],
     t: &Topology,
-    disks: Option<u32>,
+    (disks, params): (Option<u32>, crate::disk::DiskParams),
 ) -> Result<(), ChartError> {
     let _ = writeln!(md, "## Build wall time [s]\n");
     let _ = writeln!(
@@ -279,7 +321,7 @@ fn mix_table(
     let _ = writeln!(
         md,
         "Model assumptions behind these tables:\n\n{}",
-        assumptions::io_mix(t, disks)
+        assumptions::io_mix(t, disks, params)
     );
     charts.push((
         "build_time.svg".into(),

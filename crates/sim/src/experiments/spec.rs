@@ -37,6 +37,9 @@ pub struct ExperimentSpec {
     /// Sensitivity sweeps of assumptions without a source (numa_test experiments).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<super::sweep::Sweep>,
+    /// Sensitivity sweeps of a `[mix]` experiment's disk model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix_sweep: Vec<super::mix_sweep::MixSweep>,
 }
 
 fn default_seed() -> u64 {
@@ -144,6 +147,15 @@ pub struct MixSection {
     /// process per compile, fixed I/O sleeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disks: Option<u32>,
+    /// The disks' average seek, ms (default 6: docs/MODEL.md §7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_ms: Option<f64>,
+    /// The disks' spindle speed (default 10,000 rpm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    /// The disks' media transfer rate, MB/s (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_mb_s: Option<f64>,
 }
 
 impl ExperimentSpec {
@@ -211,6 +223,21 @@ impl ExperimentSpec {
         for (i, w) in self.sweep.iter().enumerate() {
             w.check(&self.schedulers, &topo)
                 .map_err(|m| err("sweep", format!("sweep {}: {m}", i + 1)))?;
+        }
+        match &self.mix {
+            None if !self.mix_sweep.is_empty() => {
+                return Err(err(
+                    "mix_sweep",
+                    "mix_sweep: only [mix] experiments take mix sweeps".into(),
+                ));
+            }
+            Some(m) => {
+                for (i, w) in self.mix_sweep.iter().enumerate() {
+                    w.check(m)
+                        .map_err(|msg| err("mix_sweep", format!("mix_sweep {}: {msg}", i + 1)))?;
+                }
+            }
+            None => {}
         }
         match (&self.numa_test, &self.mix) {
             (Some(n), _) => n.check(self, &topo, text, file),
@@ -288,6 +315,9 @@ impl ExperimentSpec {
         }
         if !self.sweep.is_empty() {
             return Err(err("sweep", "only numa_test experiments take sweeps"));
+        }
+        if !self.mix_sweep.is_empty() {
+            return Err(err("mix_sweep", "only [mix] experiments take mix sweeps"));
         }
         if self.reps == 0 {
             return Err(err("reps", "must be at least 1"));
@@ -392,6 +422,21 @@ impl MixSection {
             if v == 0 {
                 return Err(err(key));
             }
+        }
+        for (key, v) in [
+            ("seek_ms", self.seek_ms),
+            ("transfer_mb_s", self.transfer_mb_s),
+        ] {
+            if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+                return Err(ExperimentError::Parse {
+                    file: file.into(),
+                    line: key_line(text, key),
+                    msg: format!("{key}: must be a positive number"),
+                });
+            }
+        }
+        if self.rpm == Some(0) {
+            return Err(err("rpm"));
         }
         if self.disks == Some(0) {
             return Err(ExperimentError::Parse {

@@ -104,6 +104,37 @@ fn bad_mix_disks_are_named() {
     }
 }
 
+/// Mix sweeps: a bad parameter, value or section is one line naming file, line and key.
+#[test]
+fn bad_mix_sweeps_are_named() {
+    let with_disks = TINY_MIX.replace("bonnies = 1", "bonnies = 1\ndisks = 1\nseek_ms = 5");
+    let sweep = |param: &str, values: &str| {
+        format!(
+            "{with_disks}\n[[mix_sweep]]\nparam = \"{param}\"\nvalues = {values}\nreps = 1\nwhy = \"w\"\n"
+        )
+    };
+    ExperimentSpec::parse(&sweep("disks", "[1, 2]"), "x.toml").expect("a good sweep");
+    for (text, want) in [
+        (sweep("seek", "[1]"), "mix_sweep 1: unknown param `seek`"),
+        (sweep("disks", "[0.5]"), "disks = 0.5"),
+        (sweep("rpm", "[-3]"), "positive"),
+        (
+            TINY_MIX.replace("bonnies = 1", "bonnies = 1\nseek_ms = 0"),
+            "seek_ms: must be a positive number",
+        ),
+        (
+            format!(
+                "{TINY}\n[[mix_sweep]]\nparam = \"disks\"\nvalues = [1]\nreps = 1\nwhy = \"w\"\n"
+            ),
+            "only [mix] experiments",
+        ),
+    ] {
+        let e = parse_err(&text);
+        assert!(e.contains(want), "{want}: {e}");
+        assert!(e.starts_with("x.toml:") && e.lines().count() == 1, "{e}");
+    }
+}
+
 #[test]
 fn the_shipped_experiments_parse() {
     let all = experiments::load_all(None).expect("built-in experiments");

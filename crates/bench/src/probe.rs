@@ -388,7 +388,7 @@ impl ProbeResult {
     /// same buffer is printed too; the core overlaps hits more than misses.)
     pub fn model_llc_latency_ns(&self) -> Option<f64> {
         let mlp = self.random_mlp()?;
-        (self.llc_gather_ns > 0.0).then(|| self.llc_gather_ns * mlp)
+        (self.llc_gather_ns > 0.0).then_some(self.llc_gather_ns * mlp)
     }
 
     /// Median one-core read rate of the node-local cells.

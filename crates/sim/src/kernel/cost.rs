@@ -481,8 +481,25 @@ pub fn solve_contention_into(
         q.remote.resize(nr, 1.0);
         return 0;
     }
-    let ratio = topo.memory.loaded_latency_ratio;
-    let mut iterations = 0;
+    let all: Vec<NodeId> = (0..nr).collect();
+    solve_nodes_into(topo, demands, &all, q, buf)
+}
+
+/// The fixed point restricted to `nodes`, a set of memory nodes closed under the demands: every
+/// node in a demand's `nz` is in `nodes`, and `demands` are all the running demands that touch
+/// them. A node's factors depend only on the traffic of the demands that touch it and a
+/// demand's speed only on the factors of the nodes it touches, so the machine's fixed point is
+/// the union of the fixed points of such closed sets (the connected components of the
+/// demand-node graph) and the factors outside `nodes` are left as they are. A node of `nodes`
+/// that no demand touches is idle: its factors are 1.
+pub fn solve_nodes_into(
+    topo: &Topology,
+    demands: &[&LinearOp],
+    nodes: &[NodeId],
+    q: &mut Contention,
+    buf: &mut SolveBuffers,
+) -> u32 {
+    let nr = topo.nr_nodes();
     let SolveBuffers {
         bw,
         remote_bw,
@@ -490,14 +507,24 @@ pub fn solve_contention_into(
         d_remote,
     } = buf;
     for v in [&mut *bw, &mut *remote_bw, &mut *d_local, &mut *d_remote] {
-        v.clear();
         v.resize(nr, 0.0);
     }
+    if demands.is_empty() {
+        for &j in nodes {
+            q.local[j] = 1.0;
+            q.remote[j] = 1.0;
+        }
+        return 0;
+    }
+    let ratio = topo.memory.loaded_latency_ratio;
+    let mut iterations = 0;
     for _ in 0..100 {
-        bw.fill(0.0);
-        remote_bw.fill(0.0);
-        d_local.fill(0.0);
-        d_remote.fill(0.0);
+        for &j in nodes {
+            bw[j] = 0.0;
+            remote_bw[j] = 0.0;
+            d_local[j] = 0.0;
+            d_remote[j] = 0.0;
+        }
         for d in demands {
             let ns = d.ns(q);
             if ns <= 0.0 {
@@ -519,7 +546,7 @@ pub fn solve_contention_into(
             }
         }
         let mut change: f64 = 0.0;
-        for j in 0..nr {
+        for &j in nodes {
             let node = &topo.nodes[j];
             let (rho_m, rho_l) = (
                 bw[j] / node.bandwidth_gbps,

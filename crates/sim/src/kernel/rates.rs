@@ -425,7 +425,7 @@ impl Kernel {
         }
         self.next_refresh_at = self.now.saturating_add(self.contention_period);
         let mut s = std::mem::take(&mut self.refresh_scratch);
-        self.widen_dirty(&mut s.tmp);
+        self.widen_dirty(&mut s.tmp, &mut s.was_tight);
         self.cx.take_dirty(&mut s.cpus);
         self.contention_dirty = false;
         let writers = self.running_line_sharers(&s.cpus);
@@ -459,19 +459,8 @@ impl Kernel {
     /// running threads of a process whose shared-line parties change, and the memory-bound
     /// CPUs of an LLC whose count of memory phases changes (their cache share). Counts the
     /// LLCs' memory phases anew on the way.
-    fn widen_dirty(&mut self, tmp: &mut Vec<CpuId>) {
-        // A first touch's next page group can land elsewhere when another process fills
-        // its node: the few registered touches are checked at every refresh.
-        self.cx.touching(tmp);
-        for &c in tmp.iter() {
-            let moved = self.rqs[c].curr.is_none_or(|t| {
-                !matches!(self.tasks[t].work, PhaseWork::Touch { .. })
-                    || self.cx.reg(c).is_none_or(|r| r.nz != [self.touch_rate(t).0])
-            });
-            if moved {
-                self.cx.mark(c);
-            }
-        }
+    fn widen_dirty(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
+        self.recheck_touches(tmp, was_tight);
         tmp.clear();
         tmp.extend_from_slice(self.cx.dirty());
         let mut pids: Vec<usize> = Vec::new();
@@ -505,6 +494,32 @@ impl Kernel {
                 if self.runs_mem_phase(o) {
                     self.cx.mark(o);
                 }
+            }
+        }
+    }
+
+    /// Mark the first touches whose next page group would now land on another node than the
+    /// one they were rated for. While every node has room for a page group, a group lands
+    /// where its own process's policy and memory say (a change there marks the process), so
+    /// the registered touches are looked at only while some node is short of room, or was at
+    /// the last refresh.
+    fn recheck_touches(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
+        let group = self.params.page_group_bytes;
+        let tight = (0..self.topo.nr_nodes())
+            .any(|n| self.mem.used[n].saturating_add(group) > self.mem.capacity[n]);
+        let look = tight || *was_tight;
+        *was_tight = tight;
+        if !look {
+            return;
+        }
+        self.cx.touching(tmp);
+        for &c in tmp.iter() {
+            let moved = self.rqs[c].curr.is_none_or(|t| {
+                !matches!(self.tasks[t].work, PhaseWork::Touch { .. })
+                    || self.cx.reg(c).is_none_or(|r| r.nz != [self.touch_rate(t).0])
+            });
+            if moved {
+                self.cx.mark(c);
             }
         }
     }
@@ -701,6 +716,8 @@ pub(super) struct RefreshScratch {
     /// Nodes whose factors moved.
     moved: Vec<topo::NodeId>,
     tmp: Vec<CpuId>,
+    /// Some node was short of room for a page group at the last refresh.
+    was_tight: bool,
     /// The solve's result before it becomes the kernel's.
     q: cost::Contention,
     solve: cost::SolveBuffers,

@@ -192,7 +192,12 @@ impl ContentionIndex {
     /// node a demand touching a node of the set also touches, until none is added. The result
     /// is the connected component(s) of the demand-node graph that hold the starting nodes,
     /// the part of the machine-wide fixed point that can change.
-    pub fn close(&mut self, nodes: &mut Vec<NodeId>, in_set: &mut [bool], scratch: &mut Vec<CpuId>) {
+    pub fn close(
+        &mut self,
+        nodes: &mut Vec<NodeId>,
+        in_set: &mut [bool],
+        scratch: &mut Vec<CpuId>,
+    ) {
         let mut i = 0;
         while i < nodes.len() {
             let j = nodes[i];
@@ -218,7 +223,10 @@ impl ContentionIndex {
     /// Check the node rows and LLC counts against the registrations, recomputed from scratch;
     /// `llc_of` maps a CPU to its LLC.
     pub fn check(&self, llc_of: impl Fn(CpuId) -> usize) -> Result<(), String> {
-        let mut users = CpuSets::new(self.users.bits.len() / self.users.words.max(1), self.regs.len());
+        let mut users = CpuSets::new(
+            self.users.bits.len() / self.users.words.max(1),
+            self.regs.len(),
+        );
         let mut llc = vec![0; self.llc_demands.len()];
         let mut touching = vec![0u64; self.touching.len()];
         for (cpu, r) in self.regs.iter().enumerate() {
@@ -240,7 +248,10 @@ impl ContentionIndex {
             return Err("node users differ from the registrations".into());
         }
         if llc != self.llc_demands {
-            return Err(format!("LLC counts {:?}, registrations give {llc:?}", self.llc_demands));
+            return Err(format!(
+                "LLC counts {:?}, registrations give {llc:?}",
+                self.llc_demands
+            ));
         }
         Ok(())
     }

@@ -672,6 +672,52 @@ mod tests {
         assert_eq!(q1.local[1], 1.0);
     }
 
+    #[test]
+    fn a_component_solved_alone_equals_the_machine_wide_solve() {
+        // Node 0's memory is read from both nodes, node 1's only from node 1: two components
+        // once node 1's demand is local only. Solving node 0's component alone from idle gives
+        // the same factors (to the solver's tolerance) as solving the machine, and leaves node
+        // 1's factors as they were.
+        let t = machine();
+        let (r0, r1) = ([region_on(&t, 0, 1 << 30)], [region_on(&t, 1, 1 << 30)]);
+        let op = OpCost {
+            cycles: 0.0,
+            accesses: vec![Access {
+                region: 0,
+                pattern: Pattern::Stream,
+                bytes: 64.0,
+                write: false,
+                contended: 0.0,
+            }],
+        };
+        let a = linear_op(&t, &op, &r0, 0, 0.0, &[]);
+        let b = linear_op(&t, &op, &r0, 1, 0.0, &[]);
+        let c = linear_op(&t, &op, &r1, 1, 0.0, &[]);
+        assert_eq!(
+            (a.nz.clone(), b.nz.clone(), c.nz.clone()),
+            (vec![0], vec![0], vec![1])
+        );
+        let all = [&a, &b, &a, &c, &c];
+        let (full, _) = solve_contention(&t, &all, &Contention::idle(2));
+        let mut q = Contention::idle(2);
+        q.local[1] = 7.0;
+        let iters = solve_nodes_into(
+            &t,
+            &[&a, &b, &a],
+            &[0],
+            &mut q,
+            &mut SolveBuffers::default(),
+        );
+        assert!(iters > 1);
+        assert_eq!(q.local[1], 7.0, "outside the component nothing moves");
+        for (x, y) in [(q.local[0], full.local[0]), (q.remote[0], full.remote[0])] {
+            assert!((x - y).abs() < 1e-6 * y, "{x} vs {y}");
+        }
+        // A component that lost its last demand is idle.
+        solve_nodes_into(&t, &[], &[0], &mut q, &mut SolveBuffers::default());
+        assert_eq!((q.local[0], q.remote[0]), (1.0, 1.0));
+    }
+
     fn party(node: NodeId, writes: bool, members: u32, interval_ns: f64) -> LineParty {
         LineParty {
             node,

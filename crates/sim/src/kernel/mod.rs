@@ -634,7 +634,8 @@ impl Kernel {
         if placed != used {
             return Err(InvariantError::RegionBytes { placed, used });
         }
-        self.check_contention().map_err(InvariantError::Contention)?;
+        self.check_contention()
+            .map_err(InvariantError::Contention)?;
         Ok(())
     }
 }

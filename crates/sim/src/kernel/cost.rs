@@ -497,8 +497,25 @@ pub fn solve_contention_into(
         q.remote.resize(nr, 1.0);
         return 0;
     }
-    let ratio = topo.memory.loaded_latency_ratio;
-    let mut iterations = 0;
+    let all: Vec<NodeId> = (0..nr).collect();
+    solve_nodes_into(topo, demands, &all, q, buf)
+}
+
+/// The fixed point restricted to `nodes`, a set of memory nodes closed under the demands: every
+/// node in a demand's `nz` is in `nodes`, and `demands` are all the running demands that touch
+/// them. A node's factors depend only on the traffic of the demands that touch it and a
+/// demand's speed only on the factors of the nodes it touches, so the machine's fixed point is
+/// the union of the fixed points of such closed sets (the connected components of the
+/// demand-node graph) and the factors outside `nodes` are left as they are. A node of `nodes`
+/// that no demand touches is idle: its factors are 1.
+pub fn solve_nodes_into(
+    topo: &Topology,
+    demands: &[&LinearOp],
+    nodes: &[NodeId],
+    q: &mut Contention,
+    buf: &mut SolveBuffers,
+) -> u32 {
+    let nr = topo.nr_nodes();
     let SolveBuffers {
         bw,
         remote_bw,
@@ -506,14 +523,24 @@ pub fn solve_contention_into(
         d_remote,
     } = buf;
     for v in [&mut *bw, &mut *remote_bw, &mut *d_local, &mut *d_remote] {
-        v.clear();
         v.resize(nr, 0.0);
     }
+    if demands.is_empty() {
+        for &j in nodes {
+            q.local[j] = 1.0;
+            q.remote[j] = 1.0;
+        }
+        return 0;
+    }
+    let ratio = topo.memory.loaded_latency_ratio;
+    let mut iterations = 0;
     for _ in 0..100 {
-        bw.fill(0.0);
-        remote_bw.fill(0.0);
-        d_local.fill(0.0);
-        d_remote.fill(0.0);
+        for &j in nodes {
+            bw[j] = 0.0;
+            remote_bw[j] = 0.0;
+            d_local[j] = 0.0;
+            d_remote[j] = 0.0;
+        }
         for d in demands {
             let ns = d.ns(q);
             if ns <= 0.0 {
@@ -535,7 +562,7 @@ pub fn solve_contention_into(
             }
         }
         let mut change: f64 = 0.0;
-        for j in 0..nr {
+        for &j in nodes {
             let node = &topo.nodes[j];
             let (rho_m, rho_l) = (
                 bw[j] / node.bandwidth_gbps,
@@ -659,6 +686,52 @@ mod tests {
         let delivered = 4.0 * p.bytes[0] / p.ns;
         assert!(delivered <= t.nodes[0].bandwidth_gbps * 1.01, "{delivered}");
         assert_eq!(q1.local[1], 1.0);
+    }
+
+    #[test]
+    fn a_component_solved_alone_equals_the_machine_wide_solve() {
+        // Node 0's memory is read from both nodes, node 1's only from node 1: two components
+        // once node 1's demand is local only. Solving node 0's component alone from idle gives
+        // the same factors (to the solver's tolerance) as solving the machine, and leaves node
+        // 1's factors as they were.
+        let t = machine();
+        let (r0, r1) = ([region_on(&t, 0, 1 << 30)], [region_on(&t, 1, 1 << 30)]);
+        let op = OpCost {
+            cycles: 0.0,
+            accesses: vec![Access {
+                region: 0,
+                pattern: Pattern::Stream,
+                bytes: 64.0,
+                write: false,
+                contended: 0.0,
+            }],
+        };
+        let a = linear_op(&t, &op, &r0, 0, 0.0, &[]);
+        let b = linear_op(&t, &op, &r0, 1, 0.0, &[]);
+        let c = linear_op(&t, &op, &r1, 1, 0.0, &[]);
+        assert_eq!(
+            (a.nz.clone(), b.nz.clone(), c.nz.clone()),
+            (vec![0], vec![0], vec![1])
+        );
+        let all = [&a, &b, &a, &c, &c];
+        let (full, _) = solve_contention(&t, &all, &Contention::idle(2));
+        let mut q = Contention::idle(2);
+        q.local[1] = 7.0;
+        let iters = solve_nodes_into(
+            &t,
+            &[&a, &b, &a],
+            &[0],
+            &mut q,
+            &mut SolveBuffers::default(),
+        );
+        assert!(iters > 1);
+        assert_eq!(q.local[1], 7.0, "outside the component nothing moves");
+        for (x, y) in [(q.local[0], full.local[0]), (q.remote[0], full.remote[0])] {
+            assert!((x - y).abs() < 1e-6 * y, "{x} vs {y}");
+        }
+        // A component that lost its last demand is idle.
+        solve_nodes_into(&t, &[], &[0], &mut q, &mut SolveBuffers::default());
+        assert_eq!((q.local[0], q.remote[0]), (1.0, 1.0));
     }
 
     fn party(node: NodeId, writes: bool, members: u32, interval_ns: f64) -> LineParty {

@@ -237,11 +237,11 @@ impl Kernel {
                 let r = &self.procs[task.pid].regions[region];
                 self.counters.alloc_failures +=
                     r.groups.iter().filter(|g| g.is_none()).count() as u64;
-                self.mark_contention_dirty();
+                self.mark_cpu_dirty(self.tasks[t].cpu);
                 self.tasks[t].pc += 1;
             }
             (PhaseWork::MemOps, _) => {
-                self.mark_contention_dirty();
+                self.mark_cpu_dirty(self.tasks[t].cpu);
                 self.tasks[t].pc += 1;
             }
             _ => self.tasks[t].pc += 1,
@@ -290,6 +290,7 @@ impl Kernel {
         self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
         if newly > 0 {
             self.procs[pid].mem_version += 1;
+            self.mark_proc_dirty(pid);
         }
     }
 
@@ -311,6 +312,7 @@ impl Kernel {
                 self.mem.free(r);
             }
             p.mem_version += 1;
+            self.mark_proc_dirty(pid);
         }
         if let Some(par) = parent {
             let pt = &mut self.tasks[par];

@@ -10,6 +10,7 @@
 //! Idle CPUs post no events unless some runqueue holds a task waiting for a CPU.
 
 mod affinity;
+mod contention;
 pub mod cost;
 mod exec;
 pub mod fair;
@@ -261,13 +262,12 @@ pub struct Kernel {
     /// No refresh before this time; one put off is pending as an event when `refresh_posted`.
     next_refresh_at: Ns,
     pub(crate) refresh_posted: bool,
-    /// Bit per CPU: may be running memory-bound work (a superset, see `rates.rs`).
-    mem_cpu_hint: Vec<u64>,
+    /// What the contention refresh saw on each CPU and which CPUs changed since
+    /// (`contention.rs`).
+    cx: contention::ContentionIndex,
     refresh_scratch: rates::RefreshScratch,
     /// Per-node fractions of a region while a cost decomposition is built (`rates.rs`).
     frac_scratch: Vec<f64>,
-    /// Fingerprint of the demands of the last contention solve.
-    contention_fp: u64,
     rng: ChaCha8Rng,
     seq: u64,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
@@ -321,6 +321,8 @@ pub enum InvariantError {
     },
     #[error("regions hold {placed} bytes but nodes account {used}")]
     RegionBytes { placed: u64, used: u64 },
+    #[error("incremental contention state: {0}")]
+    Contention(String),
 }
 
 /// Why the kernel model stopped a run that would not end or would exhaust memory.
@@ -375,6 +377,7 @@ impl Kernel {
         let nr_cpus = topo.nr_cpus();
         let nr_parked = nr_cpus;
         let nr_llc = topo.cpus.iter().map(|c| c.llc + 1).max().unwrap_or(0);
+        let topo_nodes = topo.nr_nodes();
         let mut llc_cpus = vec![Vec::new(); nr_llc];
         for c in &topo.cpus {
             llc_cpus[c.llc].push(c.id);
@@ -414,10 +417,9 @@ impl Kernel {
             contention_period: CONTENTION_PERIOD,
             next_refresh_at: 0,
             refresh_posted: false,
-            mem_cpu_hint: vec![0; nr_cpus.div_ceil(64)],
+            cx: contention::ContentionIndex::new(nr_cpus, topo_nodes, nr_llc),
             refresh_scratch: rates::RefreshScratch::default(),
             frac_scratch: Vec::new(),
-            contention_fp: 0,
             rng: seeds.stream("workload", 0),
             seq: 0,
             fault,
@@ -517,8 +519,27 @@ impl Kernel {
         self.seq
     }
 
-    /// Record that the rates of memory-bound tasks must be recomputed.
+    /// Record that the rates of all memory-bound tasks must be recomputed.
     pub fn mark_contention_dirty(&mut self) {
+        self.cx.mark_all();
+        self.contention_dirty = true;
+    }
+
+    /// Record that what `cpu` runs may have changed what memory-bound work it does.
+    pub(crate) fn mark_cpu_dirty(&mut self, cpu: CpuId) {
+        self.cx.mark(cpu);
+        self.contention_dirty = true;
+    }
+
+    /// Record that process `pid`'s memory moved: the decompositions of its running threads
+    /// are out of date.
+    pub(crate) fn mark_proc_dirty(&mut self, pid: usize) {
+        for i in 0..self.procs[pid].threads.len() {
+            let o = self.procs[pid].threads[i];
+            if self.tasks[o].state == TaskState::Running {
+                self.cx.mark(self.tasks[o].cpu);
+            }
+        }
         self.contention_dirty = true;
     }
 }
@@ -613,6 +634,8 @@ impl Kernel {
         if placed != used {
             return Err(InvariantError::RegionBytes { placed, used });
         }
+        self.check_contention()
+            .map_err(InvariantError::Contention)?;
         Ok(())
     }
 }

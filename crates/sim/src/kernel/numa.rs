@@ -72,7 +72,7 @@ impl Kernel {
         }
         self.procs[pid].mem_version += 1;
         self.counters.migrated_bytes += moved;
-        self.mark_contention_dirty();
+        self.mark_proc_dirty(pid);
         let per_page = self.topo.memory.fault_overhead_ns;
         let pages = moved.div_ceil(self.topo.memory.page_bytes.max(1)) as f64;
         let cost = self.migration_cost_ns(from, to, moved) - (pages - 1.0).max(0.0) * per_page;

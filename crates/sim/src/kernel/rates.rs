@@ -2,6 +2,7 @@
 //! cache-line transfers, and the contention refresh that keeps every rate consistent with
 //! the memory traffic of all running tasks (see `cost.rs` for the model).
 
+use super::contention;
 use super::cost;
 use super::task::{OpCache, PhaseWork, TaskState};
 use super::{Kernel, TaskId};
@@ -119,76 +120,46 @@ impl Kernel {
                 (op.map_or(0.0, |op| 1.0 / op.ns(&self.q).max(1e-9)), 1.0)
             }
             PhaseWork::Touch { .. } => {
-                // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
-                // both streaming to the node the page lands on (local, by first touch).
-                let node = self.node_of(task.cpu);
-                let PhaseWork::Touch { region, .. } = task.work else {
-                    unreachable!()
-                };
-                let r = &self.procs[task.pid].regions[region];
-                let next = r.groups.iter().position(Option::is_none).unwrap_or(0);
-                let to = self.mem.place(&self.topo, r, next, node).unwrap_or(node);
-                let q = if to == node {
-                    self.q.local[to]
-                } else {
-                    self.q.remote[to]
-                };
-                let lat = self.topo.latency_ns(node, to) * q;
-                let line = self.topo.cpu_model.line_bytes as f64;
-                // First touches write the pages in order: a stream.
-                let per_byte_write = lat / self.topo.cpu_model.stream_mlp().max(1e-3) / line;
-                let fault = self.topo.memory.fault_overhead_ns / self.topo.memory.page_bytes as f64;
-                let per_byte = 2.0 * per_byte_write + fault;
-                (1.0 / per_byte, per_byte_write / per_byte)
+                let (_, rate, user_frac) = self.touch_rate(t);
+                (rate, user_frac)
             }
         };
         let task = &mut self.tasks[t];
         task.rate = rate;
         task.user_frac = user_frac;
-        if matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
-            self.contention_dirty = true;
+        // A rate set outside the refresh is a task starting memory-bound work: the refresh
+        // must count it (its own re-rates change nothing it has not counted).
+        if ensure && matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. }) {
             let cpu = task.cpu;
-            self.mem_cpu_hint[cpu / 64] |= 1 << (cpu % 64);
+            self.mark_cpu_dirty(cpu);
         }
     }
 
-    /// Whether `cpu` is running memory-bound work (a memory phase or first touch): the tasks
-    /// whose rates depend on contention.
-    fn runs_memory_work(&self, cpu: CpuId) -> bool {
-        self.rqs[cpu].curr.is_some_and(|t| {
-            matches!(
-                self.tasks[t].work,
-                PhaseWork::MemOps | PhaseWork::Touch { .. }
-            )
-        })
-    }
-
-    /// The CPUs running memory-bound work, in CPU order, into `out`. Only CPUs in
-    /// `mem_cpu_hint` can qualify (every task gets its rate, and so its bit, when it starts
-    /// a phase on a CPU); bits of CPUs that no longer qualify are cleared on the way, so the
-    /// walk costs the memory-bound CPUs, not the machine.
-    fn collect_mem_cpus(&mut self, out: &mut Vec<CpuId>) {
-        out.clear();
-        for w in 0..self.mem_cpu_hint.len() {
-            let mut bits = self.mem_cpu_hint[w];
-            while bits != 0 {
-                let b = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let cpu = w * 64 + b;
-                if self.runs_memory_work(cpu) {
-                    out.push(cpu);
-                } else {
-                    self.mem_cpu_hint[w] &= !(1 << b);
-                }
-            }
-        }
-        debug_assert_eq!(
-            *out,
-            (0..self.rqs.len())
-                .filter(|&c| self.runs_memory_work(c))
-                .collect::<Vec<_>>(),
-            "mem_cpu_hint missed a CPU running memory work"
-        );
+    /// A first touch of task `t`: the node its next page group lands on, its rate in bytes
+    /// per ns and the user share of its time.
+    fn touch_rate(&self, t: TaskId) -> (topo::NodeId, f64, f64) {
+        let task = &self.tasks[t];
+        // Per byte: zeroing in the fault (kernel) plus the program's own write (user),
+        // both streaming to the node the page lands on (local, by first touch).
+        let node = self.node_of(task.cpu);
+        let PhaseWork::Touch { region, .. } = task.work else {
+            unreachable!("touch_rate of a task not touching")
+        };
+        let r = &self.procs[task.pid].regions[region];
+        let next = r.groups.iter().position(Option::is_none).unwrap_or(0);
+        let to = self.mem.place(&self.topo, r, next, node).unwrap_or(node);
+        let q = if to == node {
+            self.q.local[to]
+        } else {
+            self.q.remote[to]
+        };
+        let lat = self.topo.latency_ns(node, to) * q;
+        let line = self.topo.cpu_model.line_bytes as f64;
+        // First touches write the pages in order: a stream.
+        let per_byte_write = lat / self.topo.cpu_model.stream_mlp().max(1e-3) / line;
+        let fault = self.topo.memory.fault_overhead_ns / self.topo.memory.page_bytes as f64;
+        let per_byte = 2.0 * per_byte_write + fault;
+        (to, 1.0 / per_byte, per_byte_write / per_byte)
     }
 
     /// Bring `t`'s cost decomposition up to date with its place, cache share and memory;
@@ -427,14 +398,22 @@ impl Kernel {
             .collect()
     }
 
-    /// Recompute contention and the rates of all running memory-bound tasks.
+    /// Recompute contention where it changed, and the rates of the memory-bound tasks whose
+    /// inputs changed.
+    ///
+    /// Incremental and exact: only the CPUs marked since the last refresh are looked at
+    /// (widened to the threads that share lines with a changed one and to the LLCs whose
+    /// count of memory phases changed); the fixed point is solved on the memory nodes whose
+    /// demands changed, closed under the demands that touch them; and a task is re-rated
+    /// when its decomposition changed or a factor it depends on moved. Every other task's
+    /// rate is already the one a full refresh would give it (docs/MODEL.md §6).
     pub(crate) fn refresh_contention(&mut self) {
         if !self.contention_dirty {
             return;
         }
         // At most one refresh per `contention_period`: one wanted sooner is put off to the
         // end of the period (an event), so a machine where tasks switch many times per
-        // period pays one walk over its running memory-bound tasks per period, not per switch.
+        // period pays one refresh per period, not per switch.
         if self.now < self.next_refresh_at {
             if !self.refresh_posted {
                 self.refresh_posted = true;
@@ -446,74 +425,311 @@ impl Kernel {
             return;
         }
         self.next_refresh_at = self.now.saturating_add(self.contention_period);
+        let mut s = std::mem::take(&mut self.refresh_scratch);
+        self.widen_dirty(&mut s.tmp, &mut s.was_tight);
+        self.cx.take_dirty(&mut s.cpus);
         self.contention_dirty = false;
-        let mut scratch = std::mem::take(&mut self.refresh_scratch);
-        self.collect_mem_cpus(&mut scratch.mem_cpus);
-        let mem_cpus = &scratch.mem_cpus;
-        for &c in mem_cpus {
-            let t = self.rqs[c].curr.unwrap_or_default();
+        let writers = self.running_line_sharers(&s.cpus);
+        let nr = self.topo.nr_nodes();
+        s.nodes.clear();
+        s.in_set.clear();
+        s.in_set.resize(nr, false);
+        s.rerate.clear();
+        for i in 0..s.cpus.len() {
+            let c = s.cpus[i];
+            self.reregister(c, &writers, &mut s);
+        }
+        self.cx.close(&mut s.nodes, &mut s.in_set, &mut s.tmp);
+        self.solve_changed(&mut s);
+        s.rerate.sort_unstable();
+        s.rerate.dedup();
+        for i in 0..s.rerate.len() {
+            let c = s.rerate[i];
+            let t = self.rqs[c].curr.expect("a registered CPU runs its task");
             self.settle(t);
+            self.set_rate_with(t, false);
+            self.post_boundary(c, t);
         }
-        let op_changed = &mut scratch.op_changed;
-        op_changed.clear();
-        op_changed.resize(mem_cpus.len(), false);
-        // Memory-bound tasks running per LLC, and writer counts per process, counted once
-        // for all running tasks.
-        let sharers = &mut scratch.sharers;
-        sharers.clear();
-        sharers.resize(self.llc_cpus.len(), 0);
-        for &c in mem_cpus {
-            if self.rqs[c]
-                .curr
-                .is_some_and(|t| self.tasks[t].work == PhaseWork::MemOps)
-            {
-                sharers[self.topo.cpus[c].llc] += 1;
+        self.refresh_scratch = s;
+        // Settling a first touch can place a page group and so mark its process's threads
+        // for the next refresh.
+        self.contention_dirty = self.cx.has_dirty();
+    }
+
+    /// Add to the marked CPUs the ones whose decomposition a marked one can change: the
+    /// running threads of a process whose shared-line parties change, and the memory-bound
+    /// CPUs of an LLC whose count of memory phases changes (their cache share). Counts the
+    /// LLCs' memory phases anew on the way.
+    fn widen_dirty(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
+        self.recheck_touches(tmp, was_tight);
+        tmp.clear();
+        tmp.extend_from_slice(self.cx.dirty());
+        let mut pids: Vec<usize> = Vec::new();
+        for &c in tmp.iter() {
+            if let Some(r) = self.cx.reg(c).filter(|r| r.contended) {
+                pids.push(r.pid);
+            }
+            if let Some(t) = self.rqs[c].curr {
+                if self.tasks[t].work == PhaseWork::MemOps && self.op_contended(t) {
+                    pids.push(self.tasks[t].pid);
+                }
             }
         }
-        let writers = self.running_line_sharers(mem_cpus);
-        for (i, &c) in mem_cpus.iter().enumerate() {
-            let t = self.rqs[c].curr.unwrap_or_default();
-            if self.tasks[t].work == PhaseWork::MemOps {
-                let w = writers.get(&self.tasks[t].pid);
-                op_changed[i] = self.ensure_op(t, Some(sharers[self.topo.cpus[c].llc]), w);
+        pids.sort_unstable();
+        pids.dedup();
+        for pid in pids {
+            self.mark_proc_dirty(pid);
+        }
+        tmp.clear();
+        tmp.extend_from_slice(self.cx.dirty());
+        for &c in tmp.iter() {
+            let was = self.cx.reg(c).is_some_and(|r| r.demand);
+            let is = self.runs_mem_phase(c);
+            if was == is {
+                continue;
+            }
+            let llc = self.topo.cpus[c].llc;
+            self.cx.count_llc(llc, was, is);
+            for i in 0..self.llc_cpus[llc].len() {
+                let o = self.llc_cpus[llc][i];
+                if self.runs_mem_phase(o) {
+                    self.cx.mark(o);
+                }
             }
         }
-        let q = {
-            let demands: Vec<&cost::LinearOp> = mem_cpus
-                .iter()
-                .filter_map(|&c| self.rqs[c].curr)
-                .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
-                .filter_map(|t| self.tasks[t].op_cache.as_ref().map(|c| &c.op))
-                .collect();
-            // The same multiset of demands as at the last solve gives the same answer.
-            let fp = demands.iter().fold(0u64, |acc, d| acc.wrapping_add(d.fp));
-            if fp == self.contention_fp && !demands.is_empty() {
-                None
-            } else {
-                self.contention_fp = fp;
-                self.counters.contention_solves += 1;
-                let q = &mut scratch.q;
-                q.clone_from(&self.q);
-                let iterations =
-                    cost::solve_contention_into(&self.topo, &demands, q, &mut scratch.solve);
-                self.counters.contention_iterations += u64::from(iterations);
-                Some(q)
+    }
+
+    /// Mark the first touches whose next page group would now land on another node than the
+    /// one they were rated for. While every node has room for a page group, a group lands
+    /// where its own process's policy and memory say (a change there marks the process), so
+    /// the registered touches are looked at only while some node is short of room, or was at
+    /// the last refresh.
+    fn recheck_touches(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
+        let group = self.params.page_group_bytes;
+        let tight = (0..self.topo.nr_nodes())
+            .any(|n| self.mem.used[n].saturating_add(group) > self.mem.capacity[n]);
+        let look = tight || *was_tight;
+        *was_tight = tight;
+        if !look {
+            return;
+        }
+        self.cx.touching(tmp);
+        for &c in tmp.iter() {
+            let moved = self.rqs[c].curr.is_none_or(|t| {
+                !matches!(self.tasks[t].work, PhaseWork::Touch { .. })
+                    || self
+                        .cx
+                        .reg(c)
+                        .is_none_or(|r| r.nz != [self.touch_rate(t).0])
+            });
+            if moved {
+                self.cx.mark(c);
             }
+        }
+    }
+
+    /// Whether `cpu` runs a memory phase (a demand on the memory nodes).
+    fn runs_mem_phase(&self, cpu: CpuId) -> bool {
+        self.rqs[cpu]
+            .curr
+            .is_some_and(|t| self.tasks[t].work == PhaseWork::MemOps)
+    }
+
+    /// Register what marked CPU `c` runs now. A demand whose decomposition changed adds the
+    /// nodes it touched and touches to the solve; a task whose decomposition changed is
+    /// re-rated.
+    fn reregister(
+        &mut self,
+        c: CpuId,
+        writers: &HashMap<usize, SharedLines>,
+        s: &mut RefreshScratch,
+    ) {
+        let new = self.rqs[c].curr.and_then(|t| match self.tasks[t].work {
+            PhaseWork::MemOps => {
+                let pid = self.tasks[t].pid;
+                let k = self.cx.llc_demands(self.topo.cpus[c].llc);
+                if self.ensure_op(t, Some(k), writers.get(&pid)) {
+                    s.rerate.push(c);
+                }
+                let op = &self.tasks[t].op_cache.as_ref()?.op;
+                Some(contention::Reg {
+                    task: t,
+                    pid,
+                    demand: true,
+                    contended: self.op_contended(t),
+                    fp: op.fp,
+                    nz: op.nz.clone(),
+                })
+            }
+            PhaseWork::Touch { .. } => Some(contention::Reg {
+                task: t,
+                pid: self.tasks[t].pid,
+                demand: false,
+                contended: false,
+                fp: 0,
+                nz: vec![self.touch_rate(t).0],
+            }),
+            _ => None,
+        });
+        let key = |r: &Option<contention::Reg>| {
+            r.as_ref()
+                .filter(|r| r.demand)
+                .map(|r| (r.fp, r.nz.clone()))
         };
-        let q_changed = q.as_ref().is_some_and(|q| **q != self.q);
-        if q.is_some() {
-            std::mem::swap(&mut self.q, &mut scratch.q);
+        let new_key = key(&new);
+        // A first touch whose page groups now land elsewhere has a new rate.
+        let touch_nz = new.as_ref().filter(|r| !r.demand).map(|r| r.nz.clone());
+        let old = self.cx.replace(c, new);
+        if touch_nz.is_some() && old.as_ref().map(|r| &r.nz) != touch_nz.as_ref() {
+            s.rerate.push(c);
         }
-        // Unchanged factors and an unchanged cost decomposition leave a task's rate as it is.
-        for (i, &c) in mem_cpus.iter().enumerate() {
-            if q_changed || op_changed[i] {
-                let t = self.rqs[c].curr.unwrap_or_default();
-                self.set_rate_with(t, false);
-                self.post_boundary(c, t);
+        if key(&old) == new_key {
+            return;
+        }
+        // The demand on the nodes changed: their factors may move.
+        let old_nz = old.filter(|r| r.demand).map(|r| r.nz).unwrap_or_default();
+        let new_nz = new_key.map(|k| k.1).unwrap_or_default();
+        for j in old_nz.into_iter().chain(new_nz) {
+            if !s.in_set[j] {
+                s.in_set[j] = true;
+                s.nodes.push(j);
             }
         }
-        self.refresh_scratch = scratch;
-        self.contention_dirty = false;
+    }
+
+    /// Solve the fixed point on `s.nodes` (closed under the demands) and add the CPUs that
+    /// depend on a factor that moved to `s.rerate`.
+    fn solve_changed(&mut self, s: &mut RefreshScratch) {
+        if s.nodes.is_empty() {
+            return;
+        }
+        self.cx.users_of(&s.nodes, &mut s.tmp);
+        let demands: Vec<&cost::LinearOp> = s
+            .tmp
+            .iter()
+            .filter_map(|&c| self.cx.reg(c).filter(|r| r.demand))
+            .filter_map(|r| self.tasks[r.task].op_cache.as_ref().map(|o| &o.op))
+            .collect();
+        self.counters.contention_solves += 1;
+        s.q.clone_from(&self.q);
+        let iterations =
+            cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
+        self.counters.contention_iterations += u64::from(iterations);
+        s.moved.clear();
+        for &j in &s.nodes {
+            let same = s.q.local[j].to_bits() == self.q.local[j].to_bits()
+                && s.q.remote[j].to_bits() == self.q.remote[j].to_bits();
+            if !same {
+                s.moved.push(j);
+            }
+        }
+        std::mem::swap(&mut self.q, &mut s.q);
+        if !s.moved.is_empty() {
+            self.cx.users_of(&s.moved, &mut s.tmp);
+            s.rerate.extend_from_slice(&s.tmp);
+        }
+    }
+
+    /// Check the incremental contention state against a recomputation from scratch: every
+    /// CPU's registration, the node and LLC sets, every memory-bound task's decomposition
+    /// and rate, and the factors as the machine-wide fixed point. Tests call it after every
+    /// event (through [`Kernel::check_invariants`]); the rebuilt decompositions and the full
+    /// solve, which cost the machine, every 8th event only (a stale registration stays stale
+    /// until it is marked, so it is still caught).
+    pub(super) fn check_contention(&self) -> Result<(), String> {
+        if self.contention_dirty {
+            return Ok(());
+        }
+        let deep = self.events.handled % 8 == 0;
+        self.cx.check(|c| self.topo.cpus[c].llc)?;
+        let mut demands = Vec::new();
+        for c in 0..self.rqs.len() {
+            let reg = self.cx.reg(c);
+            let t = self.rqs[c].curr.filter(|&t| {
+                matches!(
+                    self.tasks[t].work,
+                    PhaseWork::MemOps | PhaseWork::Touch { .. }
+                )
+            });
+            let (Some(t), Some(reg)) = (t, reg) else {
+                if t.is_some() || reg.is_some() {
+                    return Err(format!("cpu {c}: runs {t:?}, registered {reg:?}"));
+                }
+                continue;
+            };
+            if reg.task != t {
+                return Err(format!("cpu {c}: runs {t}, registered {}", reg.task));
+            }
+            let rate = if self.tasks[t].work == PhaseWork::MemOps {
+                let op = match &self.tasks[t].op_cache {
+                    Some(c) if !deep => &c.op,
+                    _ => self.fresh_op(t)?,
+                };
+                if op.fp != reg.fp || op.nz != reg.nz {
+                    return Err(format!("task {t}: registered decomposition out of date"));
+                }
+                if deep {
+                    demands.push(op.clone());
+                }
+                1.0 / op.ns(&self.q).max(1e-9)
+            } else {
+                let (to, rate, _) = self.touch_rate(t);
+                if reg.nz != [to] {
+                    return Err(format!(
+                        "task {t}: touches node {to}, registered {:?}",
+                        reg.nz
+                    ));
+                }
+                rate
+            };
+            if rate.to_bits() != self.tasks[t].rate.to_bits() {
+                return Err(format!(
+                    "task {t}: rate {} but {rate} now",
+                    self.tasks[t].rate
+                ));
+            }
+        }
+        if !deep {
+            return Ok(());
+        }
+        let refs: Vec<&cost::LinearOp> = demands.iter().collect();
+        let (q, _) = cost::solve_contention(&self.topo, &refs, &self.q);
+        for j in 0..self.topo.nr_nodes() {
+            for (a, b) in [
+                (q.local[j], self.q.local[j]),
+                (q.remote[j], self.q.remote[j]),
+            ] {
+                if (a - b).abs() > 1e-5 * b {
+                    return Err(format!("node {j}: factor {b}, the full solve gives {a}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `t`'s decomposition as a full refresh would build it now; an error if its cached one
+    /// differs.
+    fn fresh_op(&self, t: TaskId) -> Result<&cost::LinearOp, String> {
+        let task = &self.tasks[t];
+        let Some(c) = &task.op_cache else {
+            return Err(format!("task {t}: no decomposition"));
+        };
+        let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
+            return Err(format!("task {t}: not in a memory phase"));
+        };
+        let node = self.node_of(task.cpu);
+        let share = self.cache_share(task.cpu);
+        let xfer = if self.op_contended(t) {
+            self.xfer_costs(t, op, &self.line_sharers(task.pid, Some(t)))
+        } else {
+            Vec::new()
+        };
+        let regions = &self.procs[task.pid].regions;
+        let want = cost::linear_op(&self.topo, op, regions, node, share, &xfer);
+        if c.pc != task.pc || want.fp != c.op.fp || want.nz != c.op.nz {
+            return Err(format!("task {t}: decomposition out of date"));
+        }
+        Ok(&c.op)
     }
 }
 
@@ -521,9 +737,18 @@ impl Kernel {
 /// allocate.
 #[derive(Debug, Default)]
 pub(super) struct RefreshScratch {
-    mem_cpus: Vec<CpuId>,
-    op_changed: Vec<bool>,
-    sharers: Vec<usize>,
+    /// The marked CPUs, ascending.
+    cpus: Vec<CpuId>,
+    /// CPUs to re-rate (sorted and deduplicated before use).
+    rerate: Vec<CpuId>,
+    /// Nodes to solve, and a flag per node for membership.
+    nodes: Vec<topo::NodeId>,
+    in_set: Vec<bool>,
+    /// Nodes whose factors moved.
+    moved: Vec<topo::NodeId>,
+    tmp: Vec<CpuId>,
+    /// Some node was short of room for a page group at the last refresh.
+    was_tight: bool,
     /// The solve's result before it becomes the kernel's.
     q: cost::Contention,
     solve: cost::SolveBuffers,
@@ -563,7 +788,7 @@ impl Kernel {
         }
         proc.mem_version += 1;
         self.counters.migrated_bytes += moved;
-        self.mark_contention_dirty();
+        self.mark_proc_dirty(pid);
         if let Some(t) = charge {
             let cost = self.migration_cost_ns(from, to, moved);
             self.charge_kernel(t, cost);

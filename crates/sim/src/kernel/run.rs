@@ -138,7 +138,7 @@ impl Kernel {
                 self.tasks[t].work,
                 PhaseWork::MemOps | PhaseWork::Touch { .. }
             ) {
-                self.mark_contention_dirty();
+                self.mark_cpu_dirty(cpu);
             }
             if self.tasks[t].state == TaskState::Exited {
                 self.pelt_detach_dead(t);
@@ -348,7 +348,8 @@ impl Kernel {
     fn touch_progress(&mut self, t: TaskId, region: usize, end: u64) {
         let task = &self.tasks[t];
         let node = self.node_of(task.cpu);
-        let proc = &mut self.procs[task.pid];
+        let pid = task.pid;
+        let proc = &mut self.procs[pid];
         let r = &mut proc.regions[region];
         let done = (end as f64 - task.work_left.max(0.0)).max(0.0);
         r.cursor = r.cursor.max(done as u64);
@@ -370,7 +371,7 @@ impl Kernel {
         if newly > 0 {
             self.counters.page_faults += newly.div_ceil(self.topo.memory.page_bytes);
             proc.mem_version += 1;
-            self.mark_contention_dirty();
+            self.mark_proc_dirty(pid);
         }
     }
 

@@ -17,6 +17,10 @@ pub struct ThreadView {
     pub cpu_use: f64,
     /// Node of the CPU it last ran on, if known.
     pub node: Option<NodeId>,
+    /// Time it spent runnable but waiting on a run queue over the last interval, in CPUs
+    /// (Linux: the run delay of `/proc/PID/task/TID/schedstat`), when measured.
+    #[serde(default)]
+    pub wait: Option<f64>,
 }
 
 /// The kernel's automatic NUMA balancing figures for one process, when the kernel has them
@@ -50,6 +54,11 @@ pub struct ProcessView {
     /// Per-thread figures when sampled (may be empty; then only `threads` and `cpu_use` count).
     #[serde(default)]
     pub per_thread: Vec<ThreadView>,
+    /// Time its threads spent runnable but waiting on a run queue over the last interval, in
+    /// CPUs (Linux: the sum of its threads' `schedstat` run delay), when measured. CPU use plus
+    /// this is the CPU it wanted: its *demand*, measured rather than inferred.
+    #[serde(default)]
+    pub cpu_wait: Option<f64>,
     /// Resident bytes on each node.
     pub node_bytes: Vec<u64>,
     /// When `node_bytes` was read, ns on the snapshot's clock; `None` = with this snapshot.
@@ -93,6 +102,7 @@ impl ProcessView {
             threads: 1,
             cpu_use: 0.0,
             per_thread: Vec::new(),
+            cpu_wait: None,
             node_bytes: vec![0; n],
             memory_sampled_ns: None,
             node_runtime: vec![0.0; n],
@@ -279,6 +289,9 @@ impl Snapshot<'_> {
             if let Some(e) = bad("cpu_use", p.cpu_use) {
                 return Err(e);
             }
+            if let Some(e) = p.cpu_wait.and_then(|w| bad("cpu_wait", w)) {
+                return Err(e);
+            }
             for &s in &p.node_runtime {
                 if let Some(e) = bad("node_runtime", s) {
                     return Err(e);
@@ -286,6 +299,9 @@ impl Snapshot<'_> {
             }
             for t in &p.per_thread {
                 if let Some(e) = bad("per_thread.cpu_use", t.cpu_use) {
+                    return Err(e);
+                }
+                if let Some(e) = t.wait.and_then(|w| bad("per_thread.wait", w)) {
                     return Err(e);
                 }
             }

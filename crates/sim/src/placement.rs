@@ -258,6 +258,7 @@ impl Placement {
                         tid: t as u32,
                         cpu_use: d / self.interval as f64,
                         node: Some(k.node_of(task.cpu)),
+                        wait: None,
                     });
                 }
             }

@@ -268,6 +268,7 @@ impl Sampler {
             cpuset: true,
             numa_maps: NumaMapsSelect::Pids(due),
             sched: cfg.sched,
+            schedstat: true,
             kernel_threads: false,
             only: Some(candidates),
         };

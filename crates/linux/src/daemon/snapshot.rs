@@ -2,6 +2,8 @@
 //! [`ProcessView`]s (with the exclusion verdict of each) and the nodes as [`NodeView`]s.
 //!
 //! Fields, in topology numbering:
+//! - `cpu_wait` and each thread's `wait`: run-queue wait from the threads' `schedstat` over the
+//!   same two passes, when the kernel has the file.
 //! - `cpu_use`, `per_thread`, `node_runtime`: from two full passes ([`crate::rates`]); a
 //!   process that has just become a candidate has the light pass's CPU use, all of it on the
 //!   node of its main thread's last CPU, and no per-thread figures yet.
@@ -99,8 +101,10 @@ fn candidate(
                     tid: th.tid,
                     cpu_use: th.cpu,
                     node: th.node,
+                    wait: th.wait,
                 })
                 .collect();
+            view.cpu_wait = r.wait;
             view.node_runtime = r.node_share();
             view.node_runtime.resize(n, 0.0);
         }

@@ -126,7 +126,7 @@ impl HomenodePolicy {
     }
 
     fn significant(&self, p: &Proc) -> bool {
-        p.cpu + EPS >= self.cfg.min_cpu && p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
+        p.runnable() + EPS >= self.cfg.min_cpu && p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
     }
 
     fn dwell_over(&self, st: &PidState, now: u64) -> bool {
@@ -150,7 +150,7 @@ impl HomenodePolicy {
                 last_busy_ns: now,
                 ..Default::default()
             });
-            if p.cpu + EPS >= self.cfg.min_cpu {
+            if p.runnable() + EPS >= self.cfg.min_cpu {
                 st.last_busy_ns = now;
             }
         }

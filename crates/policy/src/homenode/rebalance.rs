@@ -177,7 +177,8 @@ impl HomenodePolicy {
         }
         let (ls, ld) = (model.frac(src), model.frac(d));
         let before = ls - ld;
-        let after = ((ls - p.cpu / model.cpus[src]) - (ld + p.cpu / model.cpus[d])).abs();
+        let c = p.runnable();
+        let after = ((ls - c / model.cpus[src]) - (ld + c / model.cpus[d])).abs();
         let gain = before - after;
         if gain <= 1e-6 {
             return None;

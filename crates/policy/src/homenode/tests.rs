@@ -5,7 +5,7 @@
 use topo::Topology;
 
 use super::*;
-use crate::snapshot::{NodeView, ProcessView};
+use crate::snapshot::{NodeView, ProcessView, ThreadView};
 
 const GIB: u64 = 1 << 30;
 
@@ -721,4 +721,57 @@ fn new_homes_per_interval_are_bounded_largest_first() {
     let a = HomenodePolicy::default().decide(&snap(&t, 0, procs));
     let pids: Vec<u32> = homes(&a).into_iter().map(|(p, _)| p).collect();
     assert_eq!(pids, vec![12, 11, 10, 9, 8, 7, 6, 5]);
+}
+
+/// Issue 11, from the VM rig (eight CPU-bound jobs on four 2-CPU nodes with a burst): jobs
+/// squeezed onto one node each get less than `min_cpu`, so their CPU use alone made them
+/// look insignificant and they stayed unhomed, squeezed, for their whole run. Five such jobs
+/// on node 0 (0.4 CPUs each) that each waited 0.6 CPUs on its run queue (`schedstat`'s run
+/// delay) want a CPU each: they are significant and get homes spread over the machine.
+#[test]
+fn run_queue_wait_makes_squeezed_jobs_significant_and_spreads_them() {
+    let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    let jobs = |wait: Option<f64>| -> Vec<ProcessView> {
+        (0..5)
+            .map(|k| {
+                let mut p = proc(&t, 100 + k, 0.4, 1, 0, &[96 * MIB, 0, 0, 0]);
+                p.cpu_wait = wait;
+                p
+            })
+            .collect()
+    };
+    // Without the measured wait they are below min_cpu: no homes (what the rig saw).
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, jobs(None)));
+    assert!(homes(&a).is_empty(), "{a:#?}");
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, jobs(Some(0.6))));
+    let h = homes(&a);
+    assert_eq!(h.len(), 5, "{a:#?}");
+    let mut per_node = [0; 4];
+    for (_, nodes) in &h {
+        assert_eq!(nodes.len(), 1, "{a:#?}");
+        per_node[nodes[0]] += 1;
+    }
+    assert!(per_node.iter().all(|&c| c <= 2 && c >= 1), "{per_node:?} {a:#?}");
+}
+
+/// With per-thread run-queue wait, a thread squeezed below `busy_thread_cpu` still counts as
+/// busy when it was runnable most of the time: four threads sharing two CPUs (0.5 each, 0.5
+/// waiting) need four CPUs, so the process does not fit a 2-CPU node.
+#[test]
+fn run_queue_wait_counts_a_squeezed_thread_as_busy() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=4");
+    let mut p = proc(&t, 7, 1.6, 4, 0, &[256 * MIB, 0]);
+    p.per_thread = (0..4)
+        .map(|k| ThreadView {
+            tid: 7 + k,
+            cpu_use: 0.4,
+            node: Some(0),
+            wait: Some(0.6),
+        })
+        .collect();
+    p.cpu_wait = Some(2.4);
+    let s = snap(&t, 0, vec![p]);
+    let procs = crate::common::processes(&s, 0.5);
+    assert_eq!(procs[0].width, 4);
+    assert!((procs[0].demand() - 4.0).abs() < 1e-9);
 }

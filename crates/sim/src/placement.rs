@@ -160,8 +160,8 @@ pub struct PlacementStats {
 /// Per process, the counters at the previous decision.
 #[derive(Clone, Debug, Default)]
 struct Prev {
-    /// Per task: user + system ns, and user ns per node.
-    tasks: BTreeMap<TaskId, (f64, Vec<f64>)>,
+    /// Per task: user + system ns, user ns per node, and run-queue wait ns.
+    tasks: BTreeMap<TaskId, (f64, Vec<f64>, Ns)>,
 }
 
 /// The placement layer of one run.
@@ -239,26 +239,31 @@ impl Placement {
             let mut cpu_ns = 0.0;
             let mut node_ns = vec![0.0; n];
             let mut per_thread = Vec::new();
+            let mut wait_ns = 0.0;
             // Every thread the process ever had, so time of threads that exited during the
             // interval is counted (as the kernel's process totals include it).
             for &t in &p.threads {
                 let task = &k.tasks[t];
                 let total = task.user_ns + task.sys_ns;
-                let (ptotal, pnode) = prev
+                let (ptotal, pnode, pdelay) = prev
                     .and_then(|pr| pr.tasks.get(&t).cloned())
-                    .unwrap_or((0.0, vec![0.0; n]));
+                    .unwrap_or((0.0, vec![0.0; n], 0));
                 let d = (total - ptotal).max(0.0);
                 cpu_ns += d;
+                // Run-queue wait, as the daemon reads it from each thread's `schedstat`.
+                let delay = task.run_delay_at(k.now);
+                let w = delay.saturating_sub(pdelay) as f64;
+                wait_ns += w;
                 for (x, (a, b)) in task.node_user_ns.iter().zip(&pnode).enumerate() {
                     node_ns[x] += (a - b).max(0.0);
                 }
-                cur.tasks.insert(t, (total, task.node_user_ns.clone()));
+                cur.tasks.insert(t, (total, task.node_user_ns.clone(), delay));
                 if task.exited.is_none() {
                     per_thread.push(ThreadView {
                         tid: t as u32,
                         cpu_use: d / self.interval as f64,
                         node: Some(k.node_of(task.cpu)),
-                        wait: None,
+                        wait: Some(w / self.interval as f64),
                     });
                 }
             }
@@ -268,6 +273,7 @@ impl Placement {
             v.comm = k.workload.programs[p.program].name.clone();
             v.threads = p.threads_alive;
             v.cpu_use = cpu_ns / 1e9 / secs;
+            v.cpu_wait = Some(wait_ns / 1e9 / secs);
             let total: f64 = node_ns.iter().sum();
             v.node_runtime = node_ns
                 .iter()

@@ -184,3 +184,27 @@ fn placement_spec_errors_name_the_culprit() {
         assert!(e.contains(want), "{s}: {e}");
     }
 }
+
+/// Issue 11: the kernel model accounts each task's run-queue wait (Linux's `run_delay`, what
+/// the daemon reads from `schedstat`) for the placement observer. Four workers started on one
+/// CPU of a 4-CPU machine wait for it before the balancer spreads them; no task waits and runs
+/// longer than it lived.
+#[test]
+fn run_queue_wait_is_accounted_and_bounded_by_lifetime() {
+    let (sim, _) = placed(FOUR, "none", false);
+    let mut total_delay = 0;
+    for t in &sim.k.tasks {
+        let end = t.exited.expect("every task exits");
+        assert!(t.queued_at.is_none(), "task {} still queued", t.id);
+        let lived = end - t.created;
+        let ran = (t.user_ns + t.sys_ns) as u64;
+        assert!(
+            t.run_delay_ns + ran <= lived + 1_000,
+            "task {}: waited {} + ran {ran} > lived {lived} ns",
+            t.id,
+            t.run_delay_ns
+        );
+        total_delay += t.run_delay_ns;
+    }
+    assert!(total_delay > 0, "four workers on one CPU waited for it");
+}

@@ -220,7 +220,9 @@ impl Placement {
 
     fn observe(&mut self, k: &Kernel) -> Vec<ProcessView> {
         let n = k.topo.nr_nodes();
-        let secs = self.interval as f64 / SEC as f64;
+        // A task born during the interval is measured over its own life, as the daemon
+        // measures a process it sees for the first time (CPU time over its age).
+        let span = |created: Ns| k.now.saturating_sub(created).clamp(1, self.interval) as f64;
         let mut out = Vec::new();
         let mut seen = BTreeMap::new();
         for (pi, p) in k.procs.iter().enumerate() {
@@ -261,9 +263,9 @@ impl Placement {
                 if task.exited.is_none() {
                     per_thread.push(ThreadView {
                         tid: t as u32,
-                        cpu_use: d / self.interval as f64,
+                        cpu_use: d / span(task.created),
                         node: Some(k.node_of(task.cpu)),
-                        wait: Some(w / self.interval as f64),
+                        wait: Some(w / span(task.created)),
                     });
                 }
             }
@@ -272,6 +274,7 @@ impl Placement {
             v.start_time = k.tasks[p.threads[0]].created;
             v.comm = k.workload.programs[p.program].name.clone();
             v.threads = p.threads_alive;
+            let secs = span(k.tasks[p.threads[0]].created) / SEC as f64;
             v.cpu_use = cpu_ns / 1e9 / secs;
             v.cpu_wait = Some(wait_ns / 1e9 / secs);
             let total: f64 = node_ns.iter().sum();

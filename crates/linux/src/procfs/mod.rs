@@ -10,6 +10,7 @@
 //! | [`maps`] | `PID/maps` | moderate: one line per mapping, no page walk | never |
 //! | [`sched`] | `PID/sched` | moderate (about 40 lines) | kernels without `CONFIG_SCHED_DEBUG`; the NUMA lines without `CONFIG_NUMA_BALANCING` |
 //! | [`schedstat`] | `PID/task/TID/schedstat` | cheap (one short line) | kernels without `CONFIG_SCHED_INFO` |
+//! | [`uptime`] | `uptime` | cheap, machine-wide | never |
 //! | [`cpustat`] | `stat` (machine-wide) | cheap: one line per CPU | never |
 //! | [`meminfo`] | `meminfo` | cheap, machine-wide | never (`MemAvailable` before 3.14: `MemFree` instead) |
 //! | [`read_sysctl`] | `sys/...` (one value) | cheap | the files of options the kernel lacks |
@@ -34,6 +35,7 @@ pub mod sched;
 pub mod schedstat;
 pub mod stat;
 pub mod status;
+pub mod uptime;
 pub mod vmstat;
 
 use std::fs::File;

@@ -208,3 +208,22 @@ fn run_queue_wait_is_accounted_and_bounded_by_lifetime() {
     }
     assert!(total_delay > 0, "four workers on one CPU waited for it");
 }
+
+/// Issue 11: a process born during an interval is measured over its own life, as the daemon
+/// measures a process it sees for the first time. Four busy workers launched 0.3 s before the
+/// first decision (interval 1 s) used 0.3 s of CPU each: one CPU, not 0.3, so they are
+/// significant and homed at that first decision instead of one interval later.
+#[test]
+fn a_process_born_during_the_interval_is_homed_at_the_first_decision() {
+    let late = FOUR.replace("count = 4\n", "count = 4\nat_ms = 700\n");
+    let (_, r) = placed(&late, "homenode:min_rss_mib=16,interval_s=1", false);
+    let p = r.placement.as_ref().expect("stats");
+    let first: Vec<u64> = p
+        .log
+        .iter()
+        .filter(|(_, a)| matches!(a, Action::SetHome { .. }))
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(first.len(), 4, "{:?}", p.log);
+    assert!(first.iter().all(|&t| t == 1_000_000_000), "{:?}", p.log);
+}

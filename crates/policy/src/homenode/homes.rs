@@ -79,6 +79,19 @@ impl HomenodePolicy {
         }
     }
 
+    /// The node rule 1 would give `p` now (the node holding most of its memory, when it has
+    /// room and stays balanced), given the model without `p`.
+    pub(super) fn memory_home_now(
+        &self,
+        topo: &Topology,
+        m: &Machine,
+        p: &Proc,
+        model: &Model,
+    ) -> Option<NodeId> {
+        let s = HomeSearch::new(&self.cfg, topo, m, p, model)?;
+        s.at_memory().map(|c| c.nodes[0])
+    }
+
     /// Home for `p`, given the model without `p`.
     pub(super) fn choose_home(
         &self,

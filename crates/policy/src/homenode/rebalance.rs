@@ -2,7 +2,8 @@
 //! `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in a
 //! row, move the single-node process with the best score (load taken off the imbalance per
 //! byte that would migrate), at most `max_moves_per_interval`, never one that moved within
-//! `min_dwell_s`. The streak is the hysteresis: a peak of one interval moves nothing, and a
+//! `min_dwell_s` (unless the busiest node is overloaded, more demand than CPUs, while the other
+//! is idle by `consolidate_below`: such a home is clearly wrong). The streak is the hysteresis: a peak of one interval moves nothing, and a
 //! move starts the count again, so processes do not see-saw between two nodes.
 
 use topo::NodeId;
@@ -119,6 +120,15 @@ impl HomenodePolicy {
         d.touched[best.i] = true;
     }
 
+    /// Whether `src` is overloaded (its demand exceeds its CPUs: some of its work waits for a
+    /// CPU) while `dst` is idle by the light-load rule (`consolidate_below`): a home on `src`
+    /// is then clearly wrong, and a process homed there moves without waiting out
+    /// `min_dwell_s`. The imbalance streak (`imbalance_intervals`) still applies. A move back
+    /// would need `src` idle and `dst` overloaded, so this cannot see-saw.
+    fn overloaded_against_idle(&self, model: &Model, src: NodeId, dst: NodeId) -> bool {
+        model.load[src] > model.cpus[src] + EPS && model.frac(dst) <= self.cfg.consolidate_below + EPS
+    }
+
     /// Best single-node process to move off `src` to one of `dsts`.
     fn best_move(&self, d: &Decision<'_, '_>, src: NodeId, dsts: &[NodeId]) -> Option<MoveCand> {
         let now = d.snap.now_ns;
@@ -131,14 +141,14 @@ impl HomenodePolicy {
             {
                 continue;
             }
-            if !self
+            let dwell_over = self
                 .procs
                 .get(&p.pid)
-                .is_some_and(|st| self.dwell_over(st, now))
-            {
-                continue;
-            }
+                .is_some_and(|st| self.dwell_over(st, now));
             for &dst in dsts {
+                if !dwell_over && !self.overloaded_against_idle(&d.model, src, dst) {
+                    continue;
+                }
                 let Some(cand) = self.move_candidate(&d.model, i, p, src, dst) else {
                     continue;
                 };

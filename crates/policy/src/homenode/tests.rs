@@ -775,3 +775,85 @@ fn run_queue_wait_counts_a_squeezed_thread_as_busy() {
     assert_eq!(procs[0].width, 4);
     assert!((procs[0].demand() - 4.0).abs() < 1e-9);
 }
+
+/// Issue 11, the VM rig at N = 4: a job ended up homed away from the node that held all of its
+/// memory while that node had room, and `min_dwell_s` (60 s) outlived the job. Here a 1 GiB
+/// job gets node 1 because node 0, holding all its memory, is full at first; once node 0 has
+/// room, its home is corrected back to its memory after `correct_intervals` (2) decisions, not
+/// after 60 s, and it stays there.
+#[test]
+fn a_home_away_from_all_of_its_memory_is_corrected_without_waiting_out_the_dwell() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut busy = proc(&t, 9, 4.0, 4, 0, &[0, 0]);
+    busy.leave_alone = true;
+    let job = proc(&t, 1, 1.0, 1, 0, &[GIB, 0]);
+    let mut pol = HomenodePolicy::default();
+    let mut procs = vec![busy, job];
+    let a = pol.decide(&snap(&t, 0, procs.clone()));
+    assert_eq!(homes(&a), vec![(1, vec![1])], "{a:#?}");
+    apply(&t, &mut procs, &homes_only(&a));
+    procs.remove(0); // the busy process ends: node 0 has room again
+    let mut corrected_at = None;
+    for s in 1..=10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        if let Some((_, h)) = homes(&a).first() {
+            assert_eq!(corrected_at, None, "moved twice: {a:#?}");
+            assert_eq!(h, &vec![0], "{a:#?}");
+            assert!(a.iter().any(|x| x.reason().starts_with("correct:")), "{a:#?}");
+            corrected_at = Some(2 * s);
+        }
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!(corrected_at, Some(4), "second decision that saw it wrong");
+}
+
+/// The same correction for load: two jobs homed on node 0 of two 2-CPU nodes (node 1 was
+/// taken then) start two busy threads each, so node 0 has 4 CPUs of demand on 2 CPUs while
+/// node 1 is idle. The rebalancer moves one as soon as its imbalance streak is complete,
+/// not after `min_dwell_s`.
+#[test]
+fn an_overloaded_home_against_an_idle_node_is_corrected_without_waiting_out_the_dwell() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let mut busy = proc(&t, 9, 2.0, 2, 1, &[0, 0]);
+    busy.leave_alone = true;
+    let jobs: Vec<ProcessView> = (1..=2)
+        .map(|pid| proc(&t, pid, 1.0, 1, 0, &[128 * MIB, 0]))
+        .collect();
+    let mut pol = HomenodePolicy::default();
+    let mut procs = vec![busy];
+    procs.extend(jobs);
+    let a = pol.decide(&snap(&t, 0, procs.clone()));
+    assert_eq!(homes(&a), vec![(1, vec![0]), (2, vec![0])], "{a:#?}");
+    apply(&t, &mut procs, &homes_only(&a));
+    procs.remove(0);
+    for p in &mut procs {
+        p.threads = 2;
+        p.cpu_use = 1.0;
+        p.per_thread = (0..2)
+            .map(|k| ThreadView {
+                tid: p.pid * 10 + k,
+                cpu_use: 0.5,
+                node: Some(0),
+                wait: None,
+            })
+            .collect();
+    }
+    let mut moved_at = None;
+    for s in 1..=10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        if let Some((_, h)) = homes(&a).first() {
+            assert_eq!(moved_at, None, "moved twice: {a:#?}");
+            assert_eq!(h, &vec![1], "{a:#?}");
+            moved_at = Some(2 * s);
+        }
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!(moved_at, Some(6), "after imbalance_intervals (3) decisions");
+}
+
+fn homes_only(a: &[Action]) -> Vec<Action> {
+    a.iter()
+        .filter(|x| matches!(x, Action::SetHome { .. }))
+        .cloned()
+        .collect()
+}

@@ -3,7 +3,7 @@
 
 use topo::{CpuSet, NodeId, Topology};
 
-use crate::snapshot::{Snapshot, ThreadView};
+use crate::snapshot::{ProcessNumaStats, Snapshot, ThreadView};
 
 pub(crate) const MIB: u64 = 1 << 20;
 /// Byte figures are clamped to this (1 PiB) so that sums over nodes and processes never
@@ -150,6 +150,10 @@ pub(crate) struct Proc {
     /// The home is non-empty and lies within the allowed nodes.
     pub home_valid: bool,
     pub leave_alone: bool,
+    /// The kernel's NUMA balancing hint: its preferred node for the process when that node may
+    /// be its home, else the allowed node with most of its hinting faults; `None` without
+    /// NUMA balancing figures.
+    pub hint: Option<NodeId>,
     /// When its per-node memory was read (`now` when the snapshot says "with this snapshot").
     pub mem_sampled_ns: u64,
 }
@@ -193,6 +197,23 @@ impl Proc {
     }
 }
 
+/// The kernel's preferred node if it may be a home, else the allowed node with most hinting
+/// faults (lowest id on ties), else `None`.
+fn numa_hint(numa: Option<&ProcessNumaStats>, allowed: &[bool]) -> Option<NodeId> {
+    let numa = numa?;
+    let ok = |n: NodeId| allowed.get(n).copied().unwrap_or(false);
+    if let Some(n) = numa.preferred_node.filter(|&n| ok(n)) {
+        return Some(n);
+    }
+    let mut best: Option<NodeId> = None;
+    for (n, &f) in numa.faults_by_node.iter().enumerate() {
+        if f > 0 && ok(n) && best.is_none_or(|b| f > numa.faults_by_node[b]) {
+            best = Some(n);
+        }
+    }
+    best
+}
+
 /// The snapshot's processes, sanitised, ordered by PID (a PID listed twice keeps its first
 /// entry), so that the result does not depend on the order the producer listed them in.
 pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> {
@@ -229,12 +250,14 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
                 home.push(h);
             }
         }
+        let hint = numa_hint(p.numa.as_ref(), &allowed);
         let home_valid = !home.is_empty() && home.iter().all(|&h| allowed[h]);
         let threads = p
             .threads
             .max(p.per_thread.len().min(u32::MAX as usize) as u32);
         // A thread's runnable share: CPU used plus run-queue wait when measured (at most 1).
-        let runnable = |t: &ThreadView| (clean(t.cpu_use, 1.0) + clean(t.wait.unwrap_or(0.0), 1.0)).min(1.0);
+        let runnable =
+            |t: &ThreadView| (clean(t.cpu_use, 1.0) + clean(t.wait.unwrap_or(0.0), 1.0)).min(1.0);
         let width = if p.per_thread.is_empty() {
             (cpu + wait - 1e-9).ceil().max(1.0) as u32
         } else {
@@ -269,6 +292,7 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
             home,
             home_valid,
             leave_alone: p.leave_alone,
+            hint,
             mem_sampled_ns: p.memory_sampled_ns.unwrap_or(snap.now_ns),
         });
     }

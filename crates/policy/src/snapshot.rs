@@ -24,14 +24,16 @@ pub struct ThreadView {
 }
 
 /// The kernel's automatic NUMA balancing figures for one process, when the kernel has them
-/// (Linux: `/proc/PID/sched` with `CONFIG_NUMA_BALANCING`). Counters are deltas over the last
-/// interval. The homenode and numad policies carry these for reports and do not decide from
-/// them.
+/// (Linux: `/proc/PID/sched` with `CONFIG_NUMA_BALANCING`). The homenode policy takes the
+/// preferred node (else the node with most faults) as a hint: a first home there when it has
+/// room, and no move or correction away from it (docs/PLACEMENT.md, "Running with the
+/// kernel's NUMA balancing"). The numad model does not use them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessNumaStats {
     /// The kernel's preferred node for the process (its main thread's `numa_preferred_nid`).
     pub preferred_node: Option<NodeId>,
-    /// NUMA hinting faults by the node of the faulting memory (empty when not known).
+    /// NUMA hinting faults by the node of the faulting memory, as the kernel counts them
+    /// (decayed at every scan pass, not a delta), empty when not known.
     #[serde(default)]
     pub faults_by_node: Vec<u64>,
     /// Pages the kernel's NUMA balancing migrated for this process.

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use policy::{Action, NodePolicy, NodeView, PlacementConfig, ProcessView, Snapshot, ThreadView};
 use topo::{CpuSet, NodeId};
 
+use crate::kernel::sched_api::CpuScheduler;
 use crate::kernel::task::{Process, TaskState};
 use crate::kernel::{Kernel, TaskId};
 use crate::time::{Ns, SEC};
@@ -192,13 +193,13 @@ impl Placement {
     }
 
     /// One decision at `k.now`: observe, decide, apply.
-    pub fn decide(&mut self, k: &mut Kernel) {
+    pub fn decide(&mut self, k: &mut Kernel, sched: &dyn CpuScheduler) {
         for cpu in 0..k.rqs.len() {
             if let Some(t) = k.rqs[cpu].curr {
                 k.settle(t);
             }
         }
-        let snap_procs = self.observe(k);
+        let snap_procs = self.observe(k, sched);
         let nodes = self.nodes(k);
         let interval = self.interval;
         let topo = k.topo.clone();
@@ -218,7 +219,7 @@ impl Placement {
         self.next = k.now + self.interval;
     }
 
-    fn observe(&mut self, k: &Kernel) -> Vec<ProcessView> {
+    fn observe(&mut self, k: &Kernel, sched: &dyn CpuScheduler) -> Vec<ProcessView> {
         let n = k.topo.nr_nodes();
         // A task born during the interval is measured over its own life, as the daemon
         // measures a process it sees for the first time (CPU time over its age).
@@ -259,7 +260,8 @@ impl Placement {
                 for (x, (a, b)) in task.node_user_ns.iter().zip(&pnode).enumerate() {
                     node_ns[x] += (a - b).max(0.0);
                 }
-                cur.tasks.insert(t, (total, task.node_user_ns.clone(), delay));
+                cur.tasks
+                    .insert(t, (total, task.node_user_ns.clone(), delay));
                 if task.exited.is_none() {
                     per_thread.push(ThreadView {
                         tid: t as u32,
@@ -290,6 +292,14 @@ impl Placement {
                 .collect();
             v.allowed_cpus = original;
             v.home = self.homes.get(&pi).cloned().unwrap_or_default();
+            // The kernel's NUMA balancing hint, as the daemon reads the main thread's
+            // `numa_preferred_nid` from `/proc/PID/sched`.
+            v.numa = sched
+                .numa_preferred_nid(main)
+                .map(|node| policy::ProcessNumaStats {
+                    preferred_node: Some(node),
+                    ..Default::default()
+                });
             out.push(v);
         }
         self.prev = seen;

@@ -303,9 +303,8 @@ const MIN_AGE_TICKS: f64 = 10.0;
 /// wherever the kernel runs it.
 fn lifetime_rate(light: &Light, uptime_s: f64, tck: f64) -> Option<f64> {
     let age_s = uptime_s - light.key.starttime as f64 / tck;
-    (age_s * tck >= MIN_AGE_TICKS).then(|| {
-        (light.ticks as f64 / tck / age_s).min(f64::from(light.threads.max(1)))
-    })
+    (age_s * tck >= MIN_AGE_TICKS)
+        .then(|| (light.ticks as f64 / tck / age_s).min(f64::from(light.threads.max(1))))
 }
 
 /// Whether the configuration rules out the process from what the light pass knows (PID and
@@ -365,10 +364,7 @@ mod tests {
     #[test]
     fn lifetime_rate_of_a_process_seen_for_the_first_time() {
         let light = |starttime, ticks, threads| Light {
-            key: ProcessKey {
-                pid: 7,
-                starttime,
-            },
+            key: ProcessKey { pid: 7, starttime },
             comm: "job".into(),
             ticks,
             processor: 0,

@@ -356,13 +356,26 @@ fn run_queue_wait_from_schedstat() {
     assert!(b.errors.is_empty(), "{:?}", b.errors);
     let map = CpuNodeMap::from_node_cpus(&[set("0-3"), set("4-7"), set("8-11"), set("12-15")]);
     let r = rates_over(&a, &b, Duration::from_secs(2), 100, &map);
-    let db = r.processes.iter().find(|p| p.key.pid == 1000).expect("1000");
-    let w = |tid| db.threads.iter().find(|t| t.tid == tid).and_then(|t| t.wait);
+    let db = r
+        .processes
+        .iter()
+        .find(|p| p.key.pid == 1000)
+        .expect("1000");
+    let w = |tid| {
+        db.threads
+            .iter()
+            .find(|t| t.tid == tid)
+            .and_then(|t| t.wait)
+    };
     assert!((w(1001).expect("1001") - 0.5).abs() < 1e-9);
     assert!((w(1002).expect("1002") - 0.1).abs() < 1e-9);
     assert!((db.wait.expect("process") - 0.6).abs() < 1e-9);
     // No schedstat at all (a kernel without CONFIG_SCHED_INFO): no wait, no error.
-    let app = r.processes.iter().find(|p| p.key.pid == 1200).expect("1200");
+    let app = r
+        .processes
+        .iter()
+        .find(|p| p.key.pid == 1200)
+        .expect("1200");
     assert_eq!(app.wait, None);
 
     let bad = l.join("proc/1000/task/1002/schedstat");
@@ -371,6 +384,9 @@ fn run_queue_wait_from_schedstat() {
     assert_eq!(b.errors.len(), 1, "{:?}", b.errors);
     assert_names_file(&b.errors[0], &bad);
     let msg = b.errors[0].to_string();
-    assert!(msg.contains("field run_delay `later` is not a number"), "{msg}");
+    assert!(
+        msg.contains("field run_delay `later` is not a number"),
+        "{msg}"
+    );
     assert!(b.processes.iter().all(|p| p.pid != 1000));
 }

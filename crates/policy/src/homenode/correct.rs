@@ -5,6 +5,9 @@
 //! of its memory to a home that was only second best when it was chosen (the memory node was
 //! full then), the process goes back to its memory.
 //!
+//! Not when the kernel's NUMA balancing prefers the current home: it migrates the pages
+//! there itself, and moving the process would pull against it.
+//!
 //! Hysteresis: the verdict, with the same target node, must hold for `correct_intervals`
 //! decisions in a row (one decision can see a transient: a burst, memory sampled mid-move),
 //! a process is corrected at most once per `min_dwell_s`, and a correction counts as a move
@@ -65,6 +68,10 @@ impl HomenodePolicy {
             .corrected_ns
             .is_some_and(|t| (now.saturating_sub(t) as f64) < self.cfg.min_dwell_s * 1e9)
         {
+            return None;
+        }
+        // The kernel's NUMA balancing agrees with the home: it brings the memory itself.
+        if p.hint == Some(h) {
             return None;
         }
         let x = p.memory_node().filter(|&x| x != h)?;

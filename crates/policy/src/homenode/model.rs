@@ -47,7 +47,11 @@ impl Model {
         // its home below); a process not homed adds its measured run-queue wait where it ran,
         // so a node's load is what its tasks wanted, not only what its CPUs could give.
         for (p, h) in procs.iter().zip(homes) {
-            let (x, sign) = if h.is_some() { (p.cpu, -1.0) } else { (p.wait, 1.0) };
+            let (x, sign) = if h.is_some() {
+                (p.cpu, -1.0)
+            } else {
+                (p.wait, 1.0)
+            };
             for (n, l) in load.iter_mut().enumerate() {
                 *l += sign * x * p.share[n];
             }

@@ -126,11 +126,27 @@ impl HomenodePolicy {
     /// `min_dwell_s`. The imbalance streak (`imbalance_intervals`) still applies. A move back
     /// would need `src` idle and `dst` overloaded, so this cannot see-saw.
     fn overloaded_against_idle(&self, model: &Model, src: NodeId, dst: NodeId) -> bool {
-        model.load[src] > model.cpus[src] + EPS && model.frac(dst) <= self.cfg.consolidate_below + EPS
+        model.load[src] > model.cpus[src] + EPS
+            && model.frac(dst) <= self.cfg.consolidate_below + EPS
     }
 
-    /// Best single-node process to move off `src` to one of `dsts`.
+    /// Best single-node process to move off `src` to one of `dsts`: among the processes the
+    /// kernel's NUMA balancing does not prefer on `src` first, so that homenode does not pull
+    /// a process away from where the kernel brings its memory while another can go.
     fn best_move(&self, d: &Decision<'_, '_>, src: NodeId, dsts: &[NodeId]) -> Option<MoveCand> {
+        self.best_move_among(d, src, dsts, false)
+            .or_else(|| self.best_move_among(d, src, dsts, true))
+    }
+
+    /// [`Self::best_move`] over the processes homed on `src`, with or without those the
+    /// kernel prefers there.
+    fn best_move_among(
+        &self,
+        d: &Decision<'_, '_>,
+        src: NodeId,
+        dsts: &[NodeId],
+        kernel_preferred_too: bool,
+    ) -> Option<MoveCand> {
         let now = d.snap.now_ns;
         let mut best: Option<MoveCand> = None;
         for (i, p) in d.procs.iter().enumerate() {
@@ -138,6 +154,7 @@ impl HomenodePolicy {
                 || d.touched[i]
                 || p.cpu <= EPS
                 || d.homes[i].as_deref() != Some(&[src])
+                || (!kernel_preferred_too && p.hint == Some(src))
             {
                 continue;
             }

@@ -751,7 +751,10 @@ fn run_queue_wait_makes_squeezed_jobs_significant_and_spreads_them() {
         assert_eq!(nodes.len(), 1, "{a:#?}");
         per_node[nodes[0]] += 1;
     }
-    assert!(per_node.iter().all(|&c| c <= 2 && c >= 1), "{per_node:?} {a:#?}");
+    assert!(
+        per_node.iter().all(|&c| c <= 2 && c >= 1),
+        "{per_node:?} {a:#?}"
+    );
 }
 
 /// With per-thread run-queue wait, a thread squeezed below `busy_thread_cpu` still counts as
@@ -799,7 +802,10 @@ fn a_home_away_from_all_of_its_memory_is_corrected_without_waiting_out_the_dwell
         if let Some((_, h)) = homes(&a).first() {
             assert_eq!(corrected_at, None, "moved twice: {a:#?}");
             assert_eq!(h, &vec![0], "{a:#?}");
-            assert!(a.iter().any(|x| x.reason().starts_with("correct:")), "{a:#?}");
+            assert!(
+                a.iter().any(|x| x.reason().starts_with("correct:")),
+                "{a:#?}"
+            );
             corrected_at = Some(2 * s);
         }
         apply(&t, &mut procs, &homes_only(&a));
@@ -856,4 +862,72 @@ fn homes_only(a: &[Action]) -> Vec<Action> {
         .filter(|x| matches!(x, Action::SetHome { .. }))
         .cloned()
         .collect()
+}
+
+fn kernel_prefers(mut p: ProcessView, node: NodeId) -> ProcessView {
+    p.numa = Some(crate::snapshot::ProcessNumaStats {
+        preferred_node: Some(node),
+        ..Default::default()
+    });
+    p
+}
+
+/// Issue 11, running with the kernel's NUMA balancing: the kernel prefers node 1 for a process
+/// (its hinting faults are there) although more of its resident memory is on node 0 (cold
+/// pages count too). Homing it on node 0 pulls against the kernel, which keeps trying to move
+/// the task and its pages to node 1; with room on node 1, node 1 is its home.
+#[test]
+fn the_kernels_preferred_node_is_the_first_home_when_it_has_room() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let p = kernel_prefers(proc(&t, 1, 1.0, 1, 0, &[600 * MIB, 400 * MIB]), 1);
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, vec![p.clone()]));
+    assert_eq!(homes(&a), vec![(1, vec![1])], "{a:#?}");
+    assert!(
+        a[0].reason()
+            .contains("the kernel's NUMA balancing prefers it"),
+        "{a:#?}"
+    );
+    // Without the hint: where most of its memory is.
+    let mut plain = p;
+    plain.numa = None;
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, vec![plain]));
+    assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
+}
+
+/// A home the kernel's NUMA balancing prefers is not "clearly wrong" because its memory is
+/// still elsewhere: the kernel migrates the pages there itself, and correcting the home would
+/// pull against it.
+#[test]
+fn no_correction_away_from_the_kernels_preferred_home() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let p = homed(proc(&t, 1, 1.0, 1, 1, &[950 * MIB, 50 * MIB]), &[1]);
+    for (hint, corrected) in [(Some(1), false), (None, true)] {
+        let p = match hint {
+            Some(n) => kernel_prefers(p.clone(), n),
+            None => p.clone(),
+        };
+        let mut pol = HomenodePolicy::default();
+        let moved =
+            (1..=5u64).any(|s| !homes(&pol.decide(&snap(&t, 2 * s, vec![p.clone()]))).is_empty());
+        assert_eq!(moved, corrected, "kernel hint {hint:?}");
+    }
+}
+
+/// The rebalancer moves first a process the kernel does not prefer on the busy node: three
+/// jobs homed on node 0 of two 2-CPU nodes, the kernel preferring node 0 for two of them.
+#[test]
+fn the_rebalancer_moves_a_process_the_kernel_does_not_prefer_where_it_is() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let procs: Vec<ProcessView> = (1..=3)
+        .map(|pid| {
+            let p = homed(proc(&t, pid, 1.0, 1, 0, &[100 * MIB, 0]), &[0]);
+            if pid < 3 { kernel_prefers(p, 0) } else { p }
+        })
+        .collect();
+    let mut pol = HomenodePolicy::default();
+    let mut moved = Vec::new();
+    for s in 1..=4u64 {
+        moved.extend(homes(&pol.decide(&snap(&t, 2 * s, procs.clone()))));
+    }
+    assert_eq!(moved, vec![(3, vec![1])]);
 }

@@ -752,7 +752,7 @@ fn run_queue_wait_makes_squeezed_jobs_significant_and_spreads_them() {
         per_node[nodes[0]] += 1;
     }
     assert!(
-        per_node.iter().all(|&c| c <= 2 && c >= 1),
+        per_node.iter().all(|c| (1..=2).contains(c)),
         "{per_node:?} {a:#?}"
     );
 }

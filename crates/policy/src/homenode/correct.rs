@@ -8,6 +8,9 @@
 //! Not when the kernel's NUMA balancing prefers the current home: it migrates the pages
 //! there itself, and moving the process would pull against it.
 //!
+//! Nor within `min_dwell_s` of a rebalancing move: the rebalancer chose to move the process
+//! away from its memory, weighing the bytes to migrate, and its memory follows it.
+//!
 //! Hysteresis: the verdict, with the same target node, must hold for `correct_intervals`
 //! decisions in a row (one decision can see a transient: a burst, memory sampled mid-move),
 //! a process is corrected at most once per `min_dwell_s`, and a correction counts as a move
@@ -64,10 +67,10 @@ impl HomenodePolicy {
         };
         let st = self.procs.get(&p.pid)?;
         let now = d.snap.now_ns;
-        if st
-            .corrected_ns
-            .is_some_and(|t| (now.saturating_sub(t) as f64) < self.cfg.min_dwell_s * 1e9)
-        {
+        let recent = |t: Option<u64>| {
+            t.is_some_and(|t| (now.saturating_sub(t) as f64) < self.cfg.min_dwell_s * 1e9)
+        };
+        if recent(st.corrected_ns) || recent(st.rebalanced_ns) {
             return None;
         }
         // The kernel's NUMA balancing agrees with the home: it brings the memory itself.

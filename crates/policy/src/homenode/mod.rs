@@ -79,6 +79,8 @@ struct PidState {
     wrong_streak: u32,
     /// When its home was last corrected (step 2b).
     corrected_ns: Option<u64>,
+    /// When the rebalancer last moved it (step 3): step 2b does not undo such a move.
+    rebalanced_ns: Option<u64>,
 }
 
 /// The homenode (node-affine) placement policy. See the module documentation.

@@ -931,3 +931,42 @@ fn the_rebalancer_moves_a_process_the_kernel_does_not_prefer_where_it_is() {
     }
     assert_eq!(moved, vec![(3, vec![1])]);
 }
+
+/// Found by the VM rig's selfaffinity scenario: one process of two busy threads on two 2-CPU
+/// nodes, plus a little other work (the daemon) on its node, makes that node overloaded
+/// (2.3 CPUs of demand) while the other is idle. Moving the process within its dwell would
+/// only overload the other node the same way, and the bypass then moved it back (homes 0, 1,
+/// 0 in two minutes, its memory migrated each time). The dwell is only skipped for a process
+/// the idle node has room for.
+#[test]
+fn a_process_that_would_overload_the_idle_node_does_not_see_saw() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let mut p = proc(&t, 1, 1.7, 2, 0, &[48 * MIB, 0]);
+    p.per_thread = (0..2)
+        .map(|k| ThreadView {
+            tid: 1 + k,
+            cpu_use: 0.85,
+            node: Some(0),
+            wait: None,
+        })
+        .collect();
+    let mut daemon = proc(&t, 9, 0.3, 1, 0, &[0, 0]);
+    daemon.leave_alone = true;
+    let cfg = HomenodeConfig {
+        min_rss_mib: 16,
+        ..Default::default()
+    };
+    let mut pol = HomenodePolicy::new(cfg).expect("config");
+    let mut procs = vec![p, daemon];
+    let mut moves = Vec::new();
+    for s in 0..10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        moves.extend(homes(&a));
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!(
+        moves,
+        vec![(1, vec![0])],
+        "homed once, not moved within its dwell"
+    );
+}

@@ -28,7 +28,7 @@ else
     fail homed "selfhog not homed after 20 s: masks $(thread_masks "$S" | tr '\n' ' ')"
 fi
 # Its threads widen their masks WIDEN_S s after it started; the daemon must notice it.
-deadline=$(($(date +%s) + WIDEN_S + 30))
+deadline=$(($(date +%s) + WIDEN_S + 90))
 while ! grep -q "pid $S (selfhog): a thread set its mask to all its CPUs" "$DAEMON_LOG"; do
     [ "$(date +%s)" -lt "$deadline" ] || break
     sleep 0.5

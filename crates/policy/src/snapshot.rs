@@ -25,8 +25,8 @@ pub struct ThreadView {
 
 /// The kernel's automatic NUMA balancing figures for one process, when the kernel has them
 /// (Linux: `/proc/PID/sched` with `CONFIG_NUMA_BALANCING`). The homenode policy takes the
-/// preferred node (else the node with most faults) as a hint: a first home there when it has
-/// room, and no move or correction away from it (docs/PLACEMENT.md, "Running with the
+/// preferred node (else the node with most faults) as a hint: no correction away from it,
+/// and rebalancing moves other processes first (docs/PLACEMENT.md, "Running with the
 /// kernel's NUMA balancing"). The numad model does not use them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessNumaStats {

@@ -2,14 +2,13 @@
 //! `max_new_homes_per_interval` per decision, each chosen against the model with the homes
 //! given before it. A home is, in order of preference:
 //!
-//! 0. the kernel's NUMA balancing hint (its preferred node), if it has room;
 //! 1. the node holding most of the process's memory, if it has room;
 //! 2. else the node with room that scores best by spare CPU and memory, weighted by distance to
 //!    the process's memory;
 //! 3. else, for a light process, the best node it fits, packed onto one node;
 //! 4. else a home *set*: the nodes nearest the best one, added until the process fits.
 //!
-//! In 0, 1 and 2 only nodes the rebalancer (step 3) would leave balanced compete when there are
+//! In 1 and 2 only nodes the rebalancer (step 3) would leave balanced compete when there are
 //! such, so a first home is never one the rebalancer would undo.
 
 use topo::{NodeId, Topology};
@@ -102,9 +101,6 @@ impl HomenodePolicy {
         model: &Model,
     ) -> Option<HomeChoice> {
         let s = HomeSearch::new(&self.cfg, topo, m, p, model)?;
-        if let Some(choice) = s.at_kernel_preferred() {
-            return Some(choice);
-        }
         if let Some(choice) = s.at_memory() {
             return Some(choice);
         }
@@ -349,27 +345,6 @@ impl<'a> HomeSearch<'a> {
             pct(self.p.bytes[mn], self.p.rss),
             fmt_bytes(self.p.rss)
         )
-    }
-
-    /// Rule 0: the kernel's NUMA balancing hint (its preferred node, else the node with most
-    /// hinting faults), if it has room and stays balanced and is not the memory node (rule 1
-    /// covers that). The kernel measures where the process's accesses go, which resident bytes
-    /// per node cannot tell (cold pages count there too), and it keeps pulling the task and
-    /// its pages towards that node; a home elsewhere would make the two pull apart.
-    fn at_kernel_preferred(&self) -> Option<HomeChoice> {
-        let p = self.p;
-        let k = p.hint.filter(|&k| Some(k) != self.mem_node && self.ok(k))?;
-        Some(HomeChoice {
-            nodes: vec![k],
-            reason: format!(
-                "home node {k}: the kernel's NUMA balancing prefers it ({} of its {} is there) and it has room for {} ({:.1} CPUs spare){}",
-                pct(p.bytes[k], p.rss),
-                fmt_bytes(p.rss),
-                threads(p.width),
-                self.spare(k),
-                self.packed(k)
-            ),
-        })
     }
 
     /// Rule 1: where the memory is, if there is room.

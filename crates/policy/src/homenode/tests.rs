@@ -872,28 +872,6 @@ fn kernel_prefers(mut p: ProcessView, node: NodeId) -> ProcessView {
     p
 }
 
-/// Issue 11, running with the kernel's NUMA balancing: the kernel prefers node 1 for a process
-/// (its hinting faults are there) although more of its resident memory is on node 0 (cold
-/// pages count too). Homing it on node 0 pulls against the kernel, which keeps trying to move
-/// the task and its pages to node 1; with room on node 1, node 1 is its home.
-#[test]
-fn the_kernels_preferred_node_is_the_first_home_when_it_has_room() {
-    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
-    let p = kernel_prefers(proc(&t, 1, 1.0, 1, 0, &[600 * MIB, 400 * MIB]), 1);
-    let a = HomenodePolicy::default().decide(&snap(&t, 0, vec![p.clone()]));
-    assert_eq!(homes(&a), vec![(1, vec![1])], "{a:#?}");
-    assert!(
-        a[0].reason()
-            .contains("the kernel's NUMA balancing prefers it"),
-        "{a:#?}"
-    );
-    // Without the hint: where most of its memory is.
-    let mut plain = p;
-    plain.numa = None;
-    let a = HomenodePolicy::default().decide(&snap(&t, 0, vec![plain]));
-    assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
-}
-
 /// A home the kernel's NUMA balancing prefers is not "clearly wrong" because its memory is
 /// still elsewhere: the kernel migrates the pages there itself, and correcting the home would
 /// pull against it.

@@ -29,8 +29,9 @@ declare -A SCENARIO_SHAPES=(
     [restore]="2n"
     [bench]="4n"
     [compare]="4n"
+    [selfaffinity]="2n"
 )
-ALL_SCENARIOS=(topo converge light restore bench compare)
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {
@@ -141,6 +142,7 @@ build_initramfs() {
     ln -s vmhelper "$root/bin/memhog"
     ln -s vmhelper "$root/bin/lightjob"
     ln -s vmhelper "$root/bin/pinhog"
+    ln -s vmhelper "$root/bin/selfhog"
     cp "$NUMAD" "$root/bin/numad"
     for lib in $(ldd "$NUMAD" | awk '/=>/ { print $3 } /^\t\// { print $1 }'); do
         mkdir -p "$root$(dirname "$lib")"

@@ -142,6 +142,7 @@ fn scan_proc(root: &Path) {
         cpuset: true,
         numa_maps: NumaMapsSelect::All,
         sched: true,
+        schedstat: true,
         kernel_threads: true,
         only: None,
     };

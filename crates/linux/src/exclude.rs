@@ -519,6 +519,7 @@ mod tests {
             policy: SchedPolicy::Other,
             rt_priority: 0,
             cpus_allowed: Some(set("0-7")),
+            schedstat: None,
         }
     }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::Tid;
 pub use crate::nodemap::CpuNodeMap;
+use crate::procfs::Schedstat;
 use crate::sample::{ProcessKey, ProcessSample, ScanResult};
 
 /// One thread's CPU use over the interval.
@@ -34,6 +35,9 @@ pub struct ThreadRate {
     pub node: Option<usize>,
     /// Born during the interval (its whole CPU time counts).
     pub new: bool,
+    /// Time it waited on a run queue, CPUs (1.0 = runnable but waiting all the time), from
+    /// `schedstat`'s run delay; `None` when the kernel did not say.
+    pub wait: Option<f64>,
 }
 
 /// One process's CPU use over the interval.
@@ -51,6 +55,9 @@ pub struct ProcessRate {
     pub node_runtime_s: Vec<f64>,
     /// CPU seconds not charged to a node: threads that exited, CPUs the map does not know.
     pub unattributed_s: f64,
+    /// Run-queue wait of its threads, CPUs (the sum of [`ThreadRate::wait`]); `None` when no
+    /// thread had `schedstat`. CPU use plus this is the CPU it wanted.
+    pub wait: Option<f64>,
 }
 
 impl ProcessRate {
@@ -117,7 +124,7 @@ pub fn rates_over(
     };
     for p in &later.processes {
         match earlier.get(p.key()) {
-            Some(e) => out.processes.push(process_rate(e, p, tps, map, &per)),
+            Some(e) => out.processes.push(process_rate(e, p, tps, map, &per, secs)),
             None => out.new.push(p.key()),
         }
     }
@@ -135,6 +142,7 @@ fn process_rate(
     tps: f64,
     map: &CpuNodeMap,
     per: &dyn Fn(u64) -> f64,
+    secs: f64,
 ) -> ProcessRate {
     let du = l.utime.saturating_sub(e.utime);
     let ds = l.stime.saturating_sub(e.stime);
@@ -164,6 +172,8 @@ fn process_rate(
             ),
             None => (t.utime, t.stime, true),
         };
+        let wait = run_delay_s(before.map(|b| b.schedstat), t.schedstat)
+            .map(|s| if secs > 0.0 { s / secs } else { 0.0 });
         thread_ticks = thread_ticks.saturating_add(tu + ts);
         charge(t.processor, tu + ts);
         threads.push(ThreadRate {
@@ -174,6 +184,7 @@ fn process_rate(
             processor: t.processor,
             node: map.node_of(t.processor),
             new,
+            wait,
         });
     }
     if l.threads.is_empty() {
@@ -181,7 +192,10 @@ fn process_rate(
     } else {
         unattributed_s += (du + ds).saturating_sub(thread_ticks) as f64 / tps;
     }
+    let waits: Vec<f64> = threads.iter().filter_map(|t| t.wait).collect();
+    let wait = (!waits.is_empty()).then(|| waits.iter().sum());
     ProcessRate {
+        wait,
         key: l.key(),
         comm: l.comm.clone(),
         cpu: per(du + ds),
@@ -191,4 +205,16 @@ fn process_rate(
         node_runtime_s,
         unattributed_s,
     }
+}
+
+/// Seconds a thread waited on a run queue between two `schedstat` readings: `before` is
+/// `None` for a thread born in between (all of its run delay counts), `Some(None)` for one
+/// read earlier without the file (nothing to subtract: unknown).
+fn run_delay_s(before: Option<Option<Schedstat>>, after: Option<Schedstat>) -> Option<f64> {
+    let a = after?;
+    let b = match before {
+        None => 0,
+        Some(b) => b?.run_delay_ns,
+    };
+    Some(a.run_delay_ns.saturating_sub(b) as f64 / 1e9)
 }

@@ -12,6 +12,7 @@
 //! | cpuset files | [`ScanOptions::cpuset`] | once per distinct cgroup per scan |
 //! | `numa_maps` | [`ScanOptions::numa_maps`] | **costly**: select the candidates |
 //! | `sched` | [`ScanOptions::sched`] | moderate |
+//! | `task/TID/schedstat` per thread | [`ScanOptions::schedstat`] (with `threads`) | cheap per thread: one short line |
 //!
 //! A process that exits during the scan is counted in [`ScanResult::gone`] and left out; a
 //! thread that exits is left out of its process. A file that is malformed drops that process
@@ -28,7 +29,7 @@ use crate::error::ProcError;
 use crate::mempolicy::MemPolicy;
 use crate::procfs::cgroup::{self, CgroupMounts, Cpuset};
 use crate::procfs::stat::SchedPolicy;
-use crate::procfs::{self, ProcDir, SchedNuma};
+use crate::procfs::{self, ProcDir, SchedNuma, Schedstat};
 use crate::{Live, Pid, Tid};
 
 /// A process, named across PID reuse: the PID and its start time (clock ticks after boot,
@@ -59,6 +60,9 @@ pub struct ThreadSample {
     pub rt_priority: u32,
     /// Its own `Cpus_allowed_list`, when [`ScanOptions::thread_status`] asked for it.
     pub cpus_allowed: Option<CpuSet>,
+    /// Its run time and run-queue wait (`task/TID/schedstat`), when [`ScanOptions::schedstat`]
+    /// asked for them and the kernel has the file.
+    pub schedstat: Option<Schedstat>,
 }
 
 impl ThreadSample {
@@ -180,6 +184,8 @@ pub struct ScanOptions {
     pub numa_maps: NumaMapsSelect,
     /// Read `sched`.
     pub sched: bool,
+    /// Read every thread's `schedstat` (run time and run-queue wait); needs `threads`.
+    pub schedstat: bool,
     /// Keep kernel threads in the result (only `stat` and `status` are read for them);
     /// by default they are counted in [`ScanResult::kernel_threads`] and left out.
     pub kernel_threads: bool,
@@ -402,6 +408,14 @@ impl Scanner {
             } else {
                 None
             };
+            let schedstat = if opts.schedstat {
+                match dir.task_schedstat(tid)? {
+                    Live::Alive(s) => s,
+                    Live::Gone => continue,
+                }
+            } else {
+                None
+            };
             threads.push(ThreadSample {
                 tid,
                 starttime: t.starttime,
@@ -413,6 +427,7 @@ impl Scanner {
                 policy: t.policy,
                 rt_priority: t.rt_priority,
                 cpus_allowed,
+                schedstat,
             });
         }
         if threads.is_empty() {

@@ -3,7 +3,7 @@
 
 use topo::{CpuSet, NodeId, Topology};
 
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ProcessNumaStats, Snapshot, ThreadView};
 
 pub(crate) const MIB: u64 = 1 << 20;
 /// Byte figures are clamped to this (1 PiB) so that sums over nodes and processes never
@@ -130,9 +130,12 @@ pub(crate) struct Proc {
     pub pid: u32,
     pub start_time: u64,
     pub cpu: f64,
+    /// Run-queue wait over the interval, CPUs (0 when not measured).
+    pub wait: f64,
     pub threads: u32,
-    /// CPUs needed at once: busy threads (at least `busy_thread_cpu` each) plus the rounded-up
-    /// CPU use of the others; at least 1, at most the thread count.
+    /// CPUs needed at once: busy threads (at least `busy_thread_cpu` each, counting their
+    /// run-queue wait when measured) plus the rounded-up CPU use of the others; at least 1, at
+    /// most the thread count.
     pub width: u32,
     pub bytes: Vec<u64>,
     pub rss: u64,
@@ -147,11 +150,27 @@ pub(crate) struct Proc {
     /// The home is non-empty and lies within the allowed nodes.
     pub home_valid: bool,
     pub leave_alone: bool,
+    /// The kernel's NUMA balancing hint: its preferred node for the process when that node may
+    /// be its home, else the allowed node with most of its hinting faults; `None` without
+    /// NUMA balancing figures.
+    pub hint: Option<NodeId>,
     /// When its per-node memory was read (`now` when the snapshot says "with this snapshot").
     pub mem_sampled_ns: u64,
 }
 
 impl Proc {
+    /// CPU it wanted over the interval: what it used plus what it waited on a run queue (the
+    /// latter only when measured).
+    pub fn runnable(&self) -> f64 {
+        self.cpu + self.wait
+    }
+
+    /// What it needs at once: the CPU it wanted, or its width when larger (each busy thread
+    /// needs a CPU of its own, which is more than it used when squeezed onto too few CPUs).
+    pub fn demand(&self) -> f64 {
+        self.runnable().max(f64::from(self.width))
+    }
+
     /// The allowed home nodes, ascending.
     pub fn allowed_nodes(&self) -> Vec<NodeId> {
         (0..self.allowed.len())
@@ -178,6 +197,23 @@ impl Proc {
     }
 }
 
+/// The kernel's preferred node if it may be a home, else the allowed node with most hinting
+/// faults (lowest id on ties), else `None`.
+fn numa_hint(numa: Option<&ProcessNumaStats>, allowed: &[bool]) -> Option<NodeId> {
+    let numa = numa?;
+    let ok = |n: NodeId| allowed.get(n).copied().unwrap_or(false);
+    if let Some(n) = numa.preferred_node.filter(|&n| ok(n)) {
+        return Some(n);
+    }
+    let mut best: Option<NodeId> = None;
+    for (n, &f) in numa.faults_by_node.iter().enumerate() {
+        if f > 0 && ok(n) && best.is_none_or(|b| f > numa.faults_by_node[b]) {
+            best = Some(n);
+        }
+    }
+    best
+}
+
 /// The snapshot's processes, sanitised, ordered by PID (a PID listed twice keeps its first
 /// entry), so that the result does not depend on the order the producer listed them in.
 pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> {
@@ -187,6 +223,8 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
     let mut out: Vec<Proc> = Vec::with_capacity(snap.processes.len());
     for (idx, p) in snap.processes.iter().enumerate() {
         let cpu = clean(p.cpu_use, max_cpu);
+        let max_wait = f64::from(p.threads.max(1)).max(p.per_thread.len() as f64);
+        let wait = clean(p.cpu_wait.unwrap_or(0.0), max_wait);
         let bytes: Vec<u64> = (0..n).map(|i| p.bytes_on(i).min(MAX_BYTES)).collect();
         let rss = bytes.iter().sum();
         let mut share: Vec<f64> = (0..n)
@@ -212,22 +250,26 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
                 home.push(h);
             }
         }
+        let hint = numa_hint(p.numa.as_ref(), &allowed);
         let home_valid = !home.is_empty() && home.iter().all(|&h| allowed[h]);
         let threads = p
             .threads
             .max(p.per_thread.len().min(u32::MAX as usize) as u32);
+        // A thread's runnable share: CPU used plus run-queue wait when measured (at most 1).
+        let runnable =
+            |t: &ThreadView| (clean(t.cpu_use, 1.0) + clean(t.wait.unwrap_or(0.0), 1.0)).min(1.0);
         let width = if p.per_thread.is_empty() {
-            (cpu - 1e-9).ceil().max(1.0) as u32
+            (cpu + wait - 1e-9).ceil().max(1.0) as u32
         } else {
             let busy = p
                 .per_thread
                 .iter()
-                .filter(|t| clean(t.cpu_use, 1.0) >= busy_thread_cpu)
+                .filter(|t| runnable(t) >= busy_thread_cpu)
                 .count() as u32;
             let rest: f64 = p
                 .per_thread
                 .iter()
-                .map(|t| clean(t.cpu_use, 1.0))
+                .map(runnable)
                 .filter(|&c| c < busy_thread_cpu)
                 .sum();
             busy.saturating_add((rest - 1e-9).ceil().max(0.0) as u32)
@@ -239,6 +281,7 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
             pid: p.pid,
             start_time: p.start_time,
             cpu,
+            wait,
             threads,
             width,
             bytes,
@@ -249,6 +292,7 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
             home,
             home_valid,
             leave_alone: p.leave_alone,
+            hint,
             mem_sampled_ns: p.memory_sampled_ns.unwrap_or(snap.now_ns),
         });
     }
@@ -260,7 +304,7 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{NodeView, ProcessView, ThreadView};
+    use crate::snapshot::{NodeView, ProcessView};
 
     #[test]
     fn formats() {
@@ -285,6 +329,7 @@ mod tests {
                 tid: i,
                 cpu_use: 0.1,
                 node: None,
+                wait: None,
             })
             .collect();
         let mut b = a.clone();

@@ -83,6 +83,12 @@ pub struct HomenodeConfig {
     pub move_retry_s: f64,
     /// A homed process below `min_cpu` for this long loses its home, seconds.
     pub release_after_s: f64,
+    /// A home is clearly wrong when at least this percentage of the process's memory is on
+    /// another node that would be its first home now (room, balance) ...
+    pub correct_memory_pct: u32,
+    /// ... for this many consecutive decisions; it is then corrected without waiting out
+    /// `min_dwell_s` (once per `min_dwell_s`).
+    pub correct_intervals: u32,
 }
 
 impl Default for HomenodeConfig {
@@ -105,6 +111,8 @@ impl Default for HomenodeConfig {
             min_move_mib: 4,
             move_retry_s: 300.0,
             release_after_s: 120.0,
+            correct_memory_pct: 90,
+            correct_intervals: 2,
         }
     }
 }
@@ -148,6 +156,18 @@ impl HomenodeConfig {
             self.imbalance_intervals >= 1,
             "imbalance_intervals",
             self.imbalance_intervals,
+            "must be at least 1",
+        )?;
+        check(
+            (51..=100).contains(&self.correct_memory_pct),
+            "correct_memory_pct",
+            self.correct_memory_pct,
+            "must be in 51..=100 (most of its memory)",
+        )?;
+        check(
+            self.correct_intervals >= 1,
+            "correct_intervals",
+            self.correct_intervals,
             "must be at least 1",
         )?;
         for (key, v) in [
@@ -379,6 +399,19 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(c.validate().unwrap_err().key, "batch_mib");
+        let c = HomenodeConfig {
+            correct_memory_pct: 50,
+            ..Default::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "placement parameter `correct_memory_pct` = 50: must be in 51..=100 (most of its memory)"
+        );
+        let c = HomenodeConfig {
+            correct_intervals: 0,
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().key, "correct_intervals");
         let n = NumadConfig {
             max_interval_s: 1.0,
             ..Default::default()

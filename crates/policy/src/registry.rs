@@ -53,6 +53,8 @@ pub static POLICIES: &[PolicyEntry] = &[
             "min_move_mib",
             "move_retry_s",
             "release_after_s",
+            "correct_memory_pct",
+            "correct_intervals",
         ],
         build: |c| Ok(Box::new(HomenodePolicy::new(c.homenode.clone())?)),
     },

@@ -17,17 +17,23 @@ pub struct ThreadView {
     pub cpu_use: f64,
     /// Node of the CPU it last ran on, if known.
     pub node: Option<NodeId>,
+    /// Time it spent runnable but waiting on a run queue over the last interval, in CPUs
+    /// (Linux: the run delay of `/proc/PID/task/TID/schedstat`), when measured.
+    #[serde(default)]
+    pub wait: Option<f64>,
 }
 
 /// The kernel's automatic NUMA balancing figures for one process, when the kernel has them
-/// (Linux: `/proc/PID/sched` with `CONFIG_NUMA_BALANCING`). Counters are deltas over the last
-/// interval. The homenode and numad policies carry these for reports and do not decide from
-/// them.
+/// (Linux: `/proc/PID/sched` with `CONFIG_NUMA_BALANCING`). The homenode policy takes the
+/// preferred node (else the node with most faults) as a hint: no correction away from it,
+/// and rebalancing moves other processes first (docs/PLACEMENT.md, "Running with the
+/// kernel's NUMA balancing"). The numad model does not use them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessNumaStats {
     /// The kernel's preferred node for the process (its main thread's `numa_preferred_nid`).
     pub preferred_node: Option<NodeId>,
-    /// NUMA hinting faults by the node of the faulting memory (empty when not known).
+    /// NUMA hinting faults by the node of the faulting memory, as the kernel counts them
+    /// (decayed at every scan pass, not a delta), empty when not known.
     #[serde(default)]
     pub faults_by_node: Vec<u64>,
     /// Pages the kernel's NUMA balancing migrated for this process.
@@ -50,6 +56,11 @@ pub struct ProcessView {
     /// Per-thread figures when sampled (may be empty; then only `threads` and `cpu_use` count).
     #[serde(default)]
     pub per_thread: Vec<ThreadView>,
+    /// Time its threads spent runnable but waiting on a run queue over the last interval, in
+    /// CPUs (Linux: the sum of its threads' `schedstat` run delay), when measured. CPU use plus
+    /// this is the CPU it wanted: its *demand*, measured rather than inferred.
+    #[serde(default)]
+    pub cpu_wait: Option<f64>,
     /// Resident bytes on each node.
     pub node_bytes: Vec<u64>,
     /// When `node_bytes` was read, ns on the snapshot's clock; `None` = with this snapshot.
@@ -93,6 +104,7 @@ impl ProcessView {
             threads: 1,
             cpu_use: 0.0,
             per_thread: Vec::new(),
+            cpu_wait: None,
             node_bytes: vec![0; n],
             memory_sampled_ns: None,
             node_runtime: vec![0.0; n],
@@ -279,6 +291,9 @@ impl Snapshot<'_> {
             if let Some(e) = bad("cpu_use", p.cpu_use) {
                 return Err(e);
             }
+            if let Some(e) = p.cpu_wait.and_then(|w| bad("cpu_wait", w)) {
+                return Err(e);
+            }
             for &s in &p.node_runtime {
                 if let Some(e) = bad("node_runtime", s) {
                     return Err(e);
@@ -286,6 +301,9 @@ impl Snapshot<'_> {
             }
             for t in &p.per_thread {
                 if let Some(e) = bad("per_thread.cpu_use", t.cpu_use) {
+                    return Err(e);
+                }
+                if let Some(e) = t.wait.and_then(|w| bad("per_thread.wait", w)) {
                     return Err(e);
                 }
             }

@@ -128,6 +128,7 @@ fn processes(t: &Topology, c: &Case) -> Vec<ProcessView> {
                         tid: k,
                         cpu_use: (r.cpu / f64::from(r.threads)).min(1.0),
                         node: None,
+                        wait: None,
                     })
                     .collect();
             }

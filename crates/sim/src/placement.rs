@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use policy::{Action, NodePolicy, NodeView, PlacementConfig, ProcessView, Snapshot, ThreadView};
 use topo::{CpuSet, NodeId};
 
+use crate::kernel::sched_api::CpuScheduler;
 use crate::kernel::task::{Process, TaskState};
 use crate::kernel::{Kernel, TaskId};
 use crate::time::{Ns, SEC};
@@ -160,8 +161,8 @@ pub struct PlacementStats {
 /// Per process, the counters at the previous decision.
 #[derive(Clone, Debug, Default)]
 struct Prev {
-    /// Per task: user + system ns, and user ns per node.
-    tasks: BTreeMap<TaskId, (f64, Vec<f64>)>,
+    /// Per task: user + system ns, user ns per node, and run-queue wait ns.
+    tasks: BTreeMap<TaskId, (f64, Vec<f64>, Ns)>,
 }
 
 /// The placement layer of one run.
@@ -192,13 +193,13 @@ impl Placement {
     }
 
     /// One decision at `k.now`: observe, decide, apply.
-    pub fn decide(&mut self, k: &mut Kernel) {
+    pub fn decide(&mut self, k: &mut Kernel, sched: &dyn CpuScheduler) {
         for cpu in 0..k.rqs.len() {
             if let Some(t) = k.rqs[cpu].curr {
                 k.settle(t);
             }
         }
-        let snap_procs = self.observe(k);
+        let snap_procs = self.observe(k, sched);
         let nodes = self.nodes(k);
         let interval = self.interval;
         let topo = k.topo.clone();
@@ -218,9 +219,11 @@ impl Placement {
         self.next = k.now + self.interval;
     }
 
-    fn observe(&mut self, k: &Kernel) -> Vec<ProcessView> {
+    fn observe(&mut self, k: &Kernel, sched: &dyn CpuScheduler) -> Vec<ProcessView> {
         let n = k.topo.nr_nodes();
-        let secs = self.interval as f64 / SEC as f64;
+        // A task born during the interval is measured over its own life, as the daemon
+        // measures a process it sees for the first time (CPU time over its age).
+        let span = |created: Ns| k.now.saturating_sub(created).clamp(1, self.interval) as f64;
         let mut out = Vec::new();
         let mut seen = BTreeMap::new();
         for (pi, p) in k.procs.iter().enumerate() {
@@ -239,25 +242,32 @@ impl Placement {
             let mut cpu_ns = 0.0;
             let mut node_ns = vec![0.0; n];
             let mut per_thread = Vec::new();
+            let mut wait_ns = 0.0;
             // Every thread the process ever had, so time of threads that exited during the
             // interval is counted (as the kernel's process totals include it).
             for &t in &p.threads {
                 let task = &k.tasks[t];
                 let total = task.user_ns + task.sys_ns;
-                let (ptotal, pnode) = prev
+                let (ptotal, pnode, pdelay) = prev
                     .and_then(|pr| pr.tasks.get(&t).cloned())
-                    .unwrap_or((0.0, vec![0.0; n]));
+                    .unwrap_or((0.0, vec![0.0; n], 0));
                 let d = (total - ptotal).max(0.0);
                 cpu_ns += d;
+                // Run-queue wait, as the daemon reads it from each thread's `schedstat`.
+                let delay = task.run_delay_at(k.now);
+                let w = delay.saturating_sub(pdelay) as f64;
+                wait_ns += w;
                 for (x, (a, b)) in task.node_user_ns.iter().zip(&pnode).enumerate() {
                     node_ns[x] += (a - b).max(0.0);
                 }
-                cur.tasks.insert(t, (total, task.node_user_ns.clone()));
+                cur.tasks
+                    .insert(t, (total, task.node_user_ns.clone(), delay));
                 if task.exited.is_none() {
                     per_thread.push(ThreadView {
                         tid: t as u32,
-                        cpu_use: d / self.interval as f64,
+                        cpu_use: d / span(task.created),
                         node: Some(k.node_of(task.cpu)),
+                        wait: Some(w / span(task.created)),
                     });
                 }
             }
@@ -266,7 +276,9 @@ impl Placement {
             v.start_time = k.tasks[p.threads[0]].created;
             v.comm = k.workload.programs[p.program].name.clone();
             v.threads = p.threads_alive;
+            let secs = span(k.tasks[p.threads[0]].created) / SEC as f64;
             v.cpu_use = cpu_ns / 1e9 / secs;
+            v.cpu_wait = Some(wait_ns / 1e9 / secs);
             let total: f64 = node_ns.iter().sum();
             v.node_runtime = node_ns
                 .iter()
@@ -280,6 +292,14 @@ impl Placement {
                 .collect();
             v.allowed_cpus = original;
             v.home = self.homes.get(&pi).cloned().unwrap_or_default();
+            // The kernel's NUMA balancing hint, as the daemon reads the main thread's
+            // `numa_preferred_nid` from `/proc/PID/sched`.
+            v.numa = sched
+                .numa_preferred_nid(main)
+                .map(|node| policy::ProcessNumaStats {
+                    preferred_node: Some(node),
+                    ..Default::default()
+                });
             out.push(v);
         }
         self.prev = seen;

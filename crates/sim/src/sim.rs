@@ -159,7 +159,7 @@ impl Sim {
                     });
                 }
                 self.k.now = p.next;
-                p.decide(&mut self.k);
+                p.decide(&mut self.k, self.sched.as_ref());
                 self.k.refresh_contention();
                 return Ok(true);
             }

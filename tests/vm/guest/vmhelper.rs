@@ -10,6 +10,9 @@
 //!   killed, reading and writing its memory in a pseudo-random order (busy and memory-bound).
 //! - `lightjob THREADS PERMILLE MIB`: THREADS threads, each busy PERMILLE/1000 of every
 //!   100 ms and asleep the rest, plus MIB of touched memory; runs until killed.
+//! - `selfhog MIB WIDEN_S`: a memhog of two threads; WIDEN_S seconds after it is ready each
+//!   thread sets its own CPU mask to every CPU with `sched_setaffinity` (as `perf bench
+//!   numa`'s workers do), once.
 //! - `vmhelper mem PID`: one line `own N0 N1 ... total N0 N1 ...` with the process's pages
 //!   per node from `/proc/PID/numa_maps`: first its own memory (anonymous, heap and stack
 //!   mappings: what a placement daemon moves), then every mapping.
@@ -79,6 +82,53 @@ fn memhog(args: &[String]) {
         }
         std::hint::black_box(sum);
     }
+}
+
+unsafe extern "C" {
+    /// musl's `sched_setaffinity(2)` wrapper (std links libc; no crate needed).
+    fn sched_setaffinity(pid: i32, cpusetsize: usize, mask: *const u64) -> i32;
+}
+
+/// Sets the calling thread's CPU mask to every CPU; the kernel keeps those it may use.
+fn widen_self() {
+    let mask = [u64::MAX; 16];
+    // SAFETY: the mask is a valid buffer of the size passed; pid 0 is the calling thread.
+    let rc = unsafe { sched_setaffinity(0, std::mem::size_of_val(&mask), mask.as_ptr()) };
+    if rc != 0 {
+        die(&format!("sched_setaffinity: {}", std::io::Error::last_os_error()));
+    }
+}
+
+fn selfhog(args: &[String]) {
+    let mib = num(args.first(), "selfhog MIB");
+    let widen_s = num(args.get(1), "selfhog WIDEN_S") as u64;
+    let at = Instant::now() + Duration::from_secs(widen_s);
+    let spin = move |mut v: Vec<u64>, seed: u64| -> ! {
+        let n = v.len() as u64;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ seed;
+        let mut sum = 0u64;
+        let mut widened = false;
+        loop {
+            // Short rounds: under TCG a million random updates take seconds, and the widening
+            // must come on time.
+            for _ in 0..10_000 {
+                let k = (next(&mut x) % n) as usize;
+                v[k] = v[k].wrapping_add(1);
+                sum = sum.wrapping_add(v[k]);
+            }
+            std::hint::black_box(sum);
+            if !widened && Instant::now() >= at {
+                widen_self();
+                widened = true;
+            }
+        }
+    };
+    let other = touch(mib / 2);
+    thread::Builder::new()
+        .name("selfhog1".into())
+        .spawn(move || spin(other, 2))
+        .unwrap_or_else(|e| die(&format!("spawn: {e}")));
+    spin(touch(mib - mib / 2), 1);
 }
 
 fn lightjob(args: &[String]) {
@@ -185,7 +235,7 @@ fn main() {
         .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
         .unwrap_or_default();
     let (mode, rest) = match name.as_str() {
-        "memhog" | "lightjob" | "pinhog" => (name.clone(), &argv[1..]),
+        "memhog" | "lightjob" | "pinhog" | "selfhog" => (name.clone(), &argv[1..]),
         _ => match argv.get(1) {
             Some(m) => (m.clone(), &argv[2..]),
             None => die("usage: vmhelper memhog|lightjob|mem ARGS"),
@@ -194,6 +244,7 @@ fn main() {
     match mode.as_str() {
         "memhog" | "pinhog" => memhog(rest),
         "lightjob" => lightjob(rest),
+        "selfhog" => selfhog(rest),
         "mem" => mem(rest),
         m => die(&format!("unknown mode {m}")),
     }

@@ -7,7 +7,10 @@
 //!    their PID stays listed. A process that was idle at its last read (below half
 //!    `candidate_min_cpu`) is read again only every `idle_every` intervals, so a process that
 //!    wakes up is noticed within that many intervals. Every `full_rescan_every` intervals all
-//!    PIDs are read again (a PID may have been reused).
+//!    PIDs are read again (a PID may have been reused). A process seen for the first time
+//!    has no earlier read: its rate is its CPU time over its age (`/proc/uptime` minus its
+//!    start time), so a new busy process is a candidate, and can get its first home, in the
+//!    interval it first appears rather than the next.
 //! 2. **Full pass**, for *candidates* only (processes that used at least
 //!    `candidate_min_cpu` CPUs in the light pass, and processes homenode manages):
 //!    `status`, every thread's `stat` and `status`, `cgroup` and the cpuset, `sched`, and
@@ -168,6 +171,8 @@ impl Sampler {
             self.kthreads.clear();
         }
         let tck = crate::sample::clock_ticks_per_second() as f64;
+        // For the age of processes seen for the first time (absent in some test trees).
+        let uptime_s = procfs::uptime::read(root).ok();
         let proc_root = procfs::proc_dir(root);
         let idle_cpu = cfg.candidate_min_cpu / 2.0;
         let mut out = Vec::with_capacity(pids.len());
@@ -221,7 +226,8 @@ impl Sampler {
                     let secs = now.saturating_duration_since(p.at).as_secs_f64();
                     (secs > 0.0)
                         .then(|| light.ticks.saturating_sub(p.rate.light.ticks) as f64 / tck / secs)
-                });
+                })
+                .or_else(|| uptime_s.and_then(|u| lifetime_rate(&light, u, tck)));
             let rate = LightRate { light, cpu };
             self.prev_light.insert(
                 pid,
@@ -268,6 +274,7 @@ impl Sampler {
             cpuset: true,
             numa_maps: NumaMapsSelect::Pids(due),
             sched: cfg.sched,
+            schedstat: true,
             kernel_threads: false,
             only: Some(candidates),
         };
@@ -283,6 +290,21 @@ impl Sampler {
         }
         Ok(full)
     }
+}
+
+/// Ages below this many clock ticks give no lifetime rate: one tick of rounding would be more
+/// than a tenth of the age.
+const MIN_AGE_TICKS: f64 = 10.0;
+
+/// CPUs a process seen for the first time used over its whole life (CPU ticks over its age,
+/// from `uptime_s` and its start time), at most one per thread; `None` when it is younger than
+/// [`MIN_AGE_TICKS`]. So a new busy process is a candidate, and can get its first home, in the
+/// interval it is first seen rather than one interval later, before more of its memory lands
+/// wherever the kernel runs it.
+fn lifetime_rate(light: &Light, uptime_s: f64, tck: f64) -> Option<f64> {
+    let age_s = uptime_s - light.key.starttime as f64 / tck;
+    (age_s * tck >= MIN_AGE_TICKS)
+        .then(|| (light.ticks as f64 / tck / age_s).min(f64::from(light.threads.max(1))))
 }
 
 /// Whether the configuration rules out the process from what the light pass knows (PID and
@@ -338,6 +360,27 @@ fn clone_scan(s: &ScanResult) -> ScanResult {
 mod tests {
     use super::*;
     use crate::exclude::Matcher;
+
+    #[test]
+    fn lifetime_rate_of_a_process_seen_for_the_first_time() {
+        let light = |starttime, ticks, threads| Light {
+            key: ProcessKey { pid: 7, starttime },
+            comm: "job".into(),
+            ticks,
+            processor: 0,
+            threads,
+        };
+        // Started at 100.0 s (tick 10000), 1.5 s old at 101.5 s, 150 ticks: one CPU.
+        let r = lifetime_rate(&light(10_000, 150, 1), 101.5, 100.0).expect("rate");
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        // Younger than 10 ticks: no rate yet.
+        assert_eq!(lifetime_rate(&light(10_000, 5, 1), 100.05, 100.0), None);
+        // Never more than a CPU per thread (tick rounding).
+        let r = lifetime_rate(&light(10_000, 30, 2), 100.2, 100.0).expect("rate");
+        assert!((r - 1.5).abs() < 1e-9, "{r}");
+        let r = lifetime_rate(&light(10_000, 30, 1), 100.2, 100.0).expect("rate");
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+    }
 
     #[test]
     fn rules_known_from_the_light_pass() {

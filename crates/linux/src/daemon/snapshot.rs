@@ -2,6 +2,8 @@
 //! [`ProcessView`]s (with the exclusion verdict of each) and the nodes as [`NodeView`]s.
 //!
 //! Fields, in topology numbering:
+//! - `cpu_wait` and each thread's `wait`: run-queue wait from the threads' `schedstat` over the
+//!   same two passes, when the kernel has the file.
 //! - `cpu_use`, `per_thread`, `node_runtime`: from two full passes ([`crate::rates`]); a
 //!   process that has just become a candidate has the light pass's CPU use, all of it on the
 //!   node of its main thread's last CPU, and no per-thread figures yet.
@@ -12,6 +14,8 @@
 //! - `allowed_cpus` / `allowed_nodes`: from the exclusion verdict (cpuset, isolated CPUs).
 //! - `home`: the home homenode gave it (or, in a dry run, would have given it).
 //! - `leave_alone`: the verdict says leave it, or an earlier action on it failed for good.
+//! - `numa`: the main thread's `sched` (`numa_preferred_nid`, and its `numa_faults` lines
+//!   summed by node), the kernel's NUMA balancing hint for the policy.
 //! - Nodes: free memory from `nodeN/meminfo`, idle CPUs from `/proc/stat` (this counts every
 //!   task, including the ones not looked at closely).
 
@@ -99,8 +103,10 @@ fn candidate(
                     tid: th.tid,
                     cpu_use: th.cpu,
                     node: th.node,
+                    wait: th.wait,
                 })
                 .collect();
+            view.cpu_wait = r.wait;
             view.node_runtime = r.node_share();
             view.node_runtime.resize(n, 0.0);
         }
@@ -136,7 +142,7 @@ fn candidate(
     view.leave_alone = !verdict.is_manage() || known.never.contains_key(&key);
     view.numa = p.sched.as_ref().map(|s| ProcessNumaStats {
         preferred_node: s.numa_preferred_nid.and_then(|k| host.topo_node(k)),
-        faults_by_node: Vec::new(),
+        faults_by_node: faults_by_node(s, host, n),
         pages_migrated: 0,
     });
     Candidate {
@@ -145,6 +151,21 @@ fn candidate(
         verdict,
         widened,
     }
+}
+
+/// The main thread's hinting faults (private and shared) by node of the memory, in topology
+/// numbering; empty when the kernel printed none.
+fn faults_by_node(s: &crate::procfs::SchedNuma, host: &Host, n: usize) -> Vec<u64> {
+    if s.faults.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![0u64; n];
+    for f in &s.faults {
+        if let Some(x) = host.topo_node(f.node).filter(|&x| x < n) {
+            out[x] = out[x].saturating_add(f.task_private.saturating_add(f.task_shared));
+        }
+    }
+    out
 }
 
 /// The node where most threads last ran (ties: the lower node), else the main thread's.

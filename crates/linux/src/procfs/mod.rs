@@ -9,6 +9,8 @@
 //! | [`numa_maps`] | `PID/numa_maps` | **costly**: the kernel walks every page table of the process (milliseconds for a process of many GB); read only for candidates | kernels without `CONFIG_NUMA` |
 //! | [`maps`] | `PID/maps` | moderate: one line per mapping, no page walk | never |
 //! | [`sched`] | `PID/sched` | moderate (about 40 lines) | kernels without `CONFIG_SCHED_DEBUG`; the NUMA lines without `CONFIG_NUMA_BALANCING` |
+//! | [`schedstat`] | `PID/task/TID/schedstat` | cheap (one short line) | kernels without `CONFIG_SCHED_INFO` |
+//! | [`uptime`] | `uptime` | cheap, machine-wide | never |
 //! | [`cpustat`] | `stat` (machine-wide) | cheap: one line per CPU | never |
 //! | [`meminfo`] | `meminfo` | cheap, machine-wide | never (`MemAvailable` before 3.14: `MemFree` instead) |
 //! | [`read_sysctl`] | `sys/...` (one value) | cheap | the files of options the kernel lacks |
@@ -30,8 +32,10 @@ pub mod maps;
 pub mod meminfo;
 pub mod numa_maps;
 pub mod sched;
+pub mod schedstat;
 pub mod stat;
 pub mod status;
+pub mod uptime;
 pub mod vmstat;
 
 use std::fs::File;
@@ -52,6 +56,7 @@ pub use cgroup::{CgroupMounts, Cpuset, ProcCgroup};
 pub use maps::Mapping;
 pub use numa_maps::{NumaMapping, NumaMaps};
 pub use sched::SchedNuma;
+pub use schedstat::Schedstat;
 pub use stat::Stat;
 pub use status::Status;
 pub use vmstat::NumaCounters;
@@ -288,6 +293,17 @@ impl ProcDir {
     /// The NUMA balancing figures of `sched`; `Alive(None)` when the kernel has no such file.
     pub fn sched(&self) -> Result<Live<Option<SchedNuma>>, ProcError> {
         self.parsed_optional("sched", sched::parse)
+    }
+
+    /// `schedstat` (the main thread's run time and run-queue wait); `Alive(None)` when the
+    /// kernel has no such file.
+    pub fn schedstat(&self) -> Result<Live<Option<Schedstat>>, ProcError> {
+        self.parsed_optional("schedstat", schedstat::parse)
+    }
+
+    /// `schedstat` of thread `tid`: `task/TID/schedstat`.
+    pub fn task_schedstat(&self, tid: Tid) -> Result<Live<Option<Schedstat>>, ProcError> {
+        self.parsed_optional(&format!("task/{tid}/schedstat"), schedstat::parse)
     }
 
     /// The thread IDs listed in `task/`, ascending.

@@ -18,6 +18,7 @@ fn full() -> ScanOptions {
         cpuset: true,
         numa_maps: NumaMapsSelect::All,
         sched: true,
+        schedstat: true,
         kernel_threads: false,
         only: None,
     }
@@ -324,4 +325,68 @@ fn cpu_node_map_from_host_topology() {
     let fake = topo::fake_numa(&h.topology, 2).expect("fake");
     let split = linux::rates::CpuNodeMap::from_topology(&fake);
     assert_eq!((split.node_of(0), split.node_of(1)), (Some(0), Some(1)));
+}
+
+/// Issue 11: run-queue wait from each thread's `schedstat` (run delay), over two scans; a
+/// thread without the file has none, and a malformed file drops its process with one error
+/// naming the file and the field.
+#[test]
+fn run_queue_wait_from_schedstat() {
+    let early = copy_fixture("multinode-4n");
+    let later = copy_fixture("multinode-4n");
+    let (e, l) = (early.path(), later.path());
+    let write = |root: &std::path::Path, tid: u32, delay_ns: u64| {
+        let path = root.join(format!("proc/1000/task/{tid}/schedstat"));
+        fs::write(path, format!("5000000000 {delay_ns} 300\n")).expect("write");
+    };
+    // Over 2 s: thread 1001 waited 1.0 s (0.5 CPUs), thread 1002 0.2 s (0.1 CPUs).
+    write(e, 1001, 4_000_000_000);
+    write(l, 1001, 5_000_000_000);
+    write(e, 1002, 100_000_000);
+    write(l, 1002, 300_000_000);
+    let opts = ScanOptions {
+        threads: true,
+        schedstat: true,
+        only: Some(vec![1000, 1200]),
+        ..ScanOptions::default()
+    };
+    let mut s = Scanner::new();
+    let a = s.scan(e, &opts).expect("a");
+    let b = s.scan(l, &opts).expect("b");
+    assert!(b.errors.is_empty(), "{:?}", b.errors);
+    let map = CpuNodeMap::from_node_cpus(&[set("0-3"), set("4-7"), set("8-11"), set("12-15")]);
+    let r = rates_over(&a, &b, Duration::from_secs(2), 100, &map);
+    let db = r
+        .processes
+        .iter()
+        .find(|p| p.key.pid == 1000)
+        .expect("1000");
+    let w = |tid| {
+        db.threads
+            .iter()
+            .find(|t| t.tid == tid)
+            .and_then(|t| t.wait)
+    };
+    assert!((w(1001).expect("1001") - 0.5).abs() < 1e-9);
+    assert!((w(1002).expect("1002") - 0.1).abs() < 1e-9);
+    assert!((db.wait.expect("process") - 0.6).abs() < 1e-9);
+    // No schedstat at all (a kernel without CONFIG_SCHED_INFO): no wait, no error.
+    let app = r
+        .processes
+        .iter()
+        .find(|p| p.key.pid == 1200)
+        .expect("1200");
+    assert_eq!(app.wait, None);
+
+    let bad = l.join("proc/1000/task/1002/schedstat");
+    fs::write(&bad, "5000000000 later 300\n").expect("write");
+    let b = s.scan(l, &opts).expect("b");
+    assert_eq!(b.errors.len(), 1, "{:?}", b.errors);
+    assert_names_file(&b.errors[0], &bad);
+    let msg = b.errors[0].to_string();
+    assert!(
+        msg.contains("field run_delay `later` is not a number"),
+        "{msg}"
+    );
+    assert!(b.processes.iter().all(|p| p.pid != 1000));
 }

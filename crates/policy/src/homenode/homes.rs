@@ -37,8 +37,8 @@ impl HomenodePolicy {
             .collect();
         want.sort_by(|&a, &b| {
             let (pa, pb) = (&d.procs[a], &d.procs[b]);
-            pb.cpu
-                .total_cmp(&pa.cpu)
+            pb.runnable()
+                .total_cmp(&pa.runnable())
                 .then(pb.rss.cmp(&pa.rss))
                 .then(pa.pid.cmp(&pb.pid))
         });
@@ -77,6 +77,19 @@ impl HomenodePolicy {
             d.homes[i] = Some(choice.nodes);
             d.touched[i] = true;
         }
+    }
+
+    /// The node rule 1 would give `p` now (the node holding most of its memory, when it has
+    /// room and stays balanced), given the model without `p`.
+    pub(super) fn memory_home_now(
+        &self,
+        topo: &Topology,
+        m: &Machine,
+        p: &Proc,
+        model: &Model,
+    ) -> Option<NodeId> {
+        let s = HomeSearch::new(&self.cfg, topo, m, p, model)?;
+        s.at_memory().map(|c| c.nodes[0])
     }
 
     /// Home for `p`, given the model without `p`.
@@ -174,7 +187,7 @@ impl<'a> HomeSearch<'a> {
             model,
             headroom: (cfg.headroom_mib.saturating_mul(MIB)) as i64,
             rss: p.rss as i64,
-            demand: p.cpu.max(f64::from(p.width)),
+            demand: p.demand(),
             slack: 1.0 - cfg.busy_thread_cpu,
             max_cpus,
             light: f64::from(p.width) <= cfg.pack_fraction * max_cpus as f64 + EPS,
@@ -460,7 +473,8 @@ impl<'a> HomeSearch<'a> {
             c += p.node_cpus[x];
             mc += self.mem_cap(x);
             sp += self.spare(x);
-            if c >= p.width as usize && mc >= self.rss && (!need_spare || sp + EPS >= p.cpu) {
+            if c >= p.width as usize && mc >= self.rss && (!need_spare || sp + EPS >= p.runnable())
+            {
                 return GrownSet {
                     nodes,
                     cpus: c,

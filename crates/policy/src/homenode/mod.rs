@@ -12,6 +12,9 @@
 //!    else the best node by spare CPU and memory weighted by distance to their memory; a light
 //!    process is packed onto one node; a process too big for one node gets a home *set* of
 //!    nearest nodes.
+//!    2b. *Correct*: a home that is clearly wrong (nearly all of the memory on another node
+//!    that would be its first home now, for `correct_intervals` decisions) is corrected
+//!    without waiting out `min_dwell_s` (`correct.rs`).
 //! 3. *Rebalance*: when the same node has been the busiest, its load above another's by
 //!    `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in
 //!    a row, move the single-node process with the best score (load taken off the imbalance
@@ -35,6 +38,7 @@
 //! it was busy, the memory moves asked for last time, and nodes whose memory would not move;
 //! and the busiest node with the number of consecutive decisions that saw it imbalanced.
 
+mod correct;
 mod homes;
 mod memory;
 mod model;
@@ -70,6 +74,13 @@ struct PidState {
     requested_at_ns: u64,
     /// Node -> time before which its memory on that node is not asked to move again.
     blocked: BTreeMap<NodeId, u64>,
+    /// The node its home should clearly be on, and in how many decisions in a row it was so.
+    wrong_target: Option<NodeId>,
+    wrong_streak: u32,
+    /// When its home was last corrected (step 2b).
+    corrected_ns: Option<u64>,
+    /// When the rebalancer last moved it (step 3): step 2b does not undo such a move.
+    rebalanced_ns: Option<u64>,
 }
 
 /// The homenode (node-affine) placement policy. See the module documentation.
@@ -126,7 +137,7 @@ impl HomenodePolicy {
     }
 
     fn significant(&self, p: &Proc) -> bool {
-        p.cpu + EPS >= self.cfg.min_cpu && p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
+        p.runnable() + EPS >= self.cfg.min_cpu && p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
     }
 
     fn dwell_over(&self, st: &PidState, now: u64) -> bool {
@@ -150,7 +161,7 @@ impl HomenodePolicy {
                 last_busy_ns: now,
                 ..Default::default()
             });
-            if p.cpu + EPS >= self.cfg.min_cpu {
+            if p.runnable() + EPS >= self.cfg.min_cpu {
                 st.last_busy_ns = now;
             }
         }
@@ -184,6 +195,7 @@ impl NodePolicy for HomenodePolicy {
         };
         self.release(&mut d);
         self.new_homes(&mut d);
+        self.correct(&mut d);
         self.rebalance(&mut d);
         let moves = self.memory_moves(&d);
         d.actions.extend(moves);

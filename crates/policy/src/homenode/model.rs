@@ -2,7 +2,8 @@
 //! homed processes ran there, plus the demand of the processes homed on it (their CPU use, or
 //! their width when larger: each busy thread needs a CPU; split over a home set by CPU count).
 //! So a homed process counts where it belongs, everything else (small processes, processes
-//! left alone, processes not homed yet) where it ran. Free memory is counted net of what is
+//! left alone, processes not homed yet) where it ran, with the run-queue wait measured for
+//! it there (so a saturated node's load is what its tasks wanted, more than its CPUs). Free memory is counted net of what is
 //! already on its way home, so two homes are not promised the same bytes.
 
 use topo::{NodeId, Topology};
@@ -42,11 +43,17 @@ impl Model {
     ) -> Self {
         let cpus: Vec<f64> = m.cpus.iter().map(|&c| c as f64).collect();
         let mut load: Vec<f64> = (0..m.n).map(|n| (cpus[n] - m.idle[n]).max(0.0)).collect();
+        // Busy time holds what every process ran. A homed process is taken out (it counts at
+        // its home below); a process not homed adds its measured run-queue wait where it ran,
+        // so a node's load is what its tasks wanted, not only what its CPUs could give.
         for (p, h) in procs.iter().zip(homes) {
-            if h.is_some() {
-                for (n, l) in load.iter_mut().enumerate() {
-                    *l -= p.cpu * p.share[n];
-                }
+            let (x, sign) = if h.is_some() {
+                (p.cpu, -1.0)
+            } else {
+                (p.wait, 1.0)
+            };
+            for (n, l) in load.iter_mut().enumerate() {
+                *l += sign * x * p.share[n];
             }
         }
         load.iter_mut().for_each(|l| *l = l.max(0.0));
@@ -78,7 +85,7 @@ impl Model {
                     };
                     // A homed process counts what it needs there (busy threads a CPU each),
                     // not only what it managed to use where it ran.
-                    let need = sign * p.cpu.max(f64::from(p.width)) * w;
+                    let need = sign * p.demand() * w;
                     self.load[n] += need;
                     self.homed[n] = (self.homed[n] + need).max(0.0);
                 }
@@ -91,7 +98,7 @@ impl Model {
             }
             _ => {
                 for n in 0..self.load.len() {
-                    self.load[n] += sign * p.cpu * p.share[n];
+                    self.load[n] += sign * p.runnable() * p.share[n];
                 }
             }
         }

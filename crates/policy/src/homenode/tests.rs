@@ -5,7 +5,7 @@
 use topo::Topology;
 
 use super::*;
-use crate::snapshot::{NodeView, ProcessView};
+use crate::snapshot::{NodeView, ProcessView, ThreadView};
 
 const GIB: u64 = 1 << 30;
 
@@ -721,4 +721,230 @@ fn new_homes_per_interval_are_bounded_largest_first() {
     let a = HomenodePolicy::default().decide(&snap(&t, 0, procs));
     let pids: Vec<u32> = homes(&a).into_iter().map(|(p, _)| p).collect();
     assert_eq!(pids, vec![12, 11, 10, 9, 8, 7, 6, 5]);
+}
+
+/// Issue 11, from the VM rig (eight CPU-bound jobs on four 2-CPU nodes with a burst): jobs
+/// squeezed onto one node each get less than `min_cpu`, so their CPU use alone made them
+/// look insignificant and they stayed unhomed, squeezed, for their whole run. Five such jobs
+/// on node 0 (0.4 CPUs each) that each waited 0.6 CPUs on its run queue (`schedstat`'s run
+/// delay) want a CPU each: they are significant and get homes spread over the machine.
+#[test]
+fn run_queue_wait_makes_squeezed_jobs_significant_and_spreads_them() {
+    let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    let jobs = |wait: Option<f64>| -> Vec<ProcessView> {
+        (0..5)
+            .map(|k| {
+                let mut p = proc(&t, 100 + k, 0.4, 1, 0, &[96 * MIB, 0, 0, 0]);
+                p.cpu_wait = wait;
+                p
+            })
+            .collect()
+    };
+    // Without the measured wait they are below min_cpu: no homes (what the rig saw).
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, jobs(None)));
+    assert!(homes(&a).is_empty(), "{a:#?}");
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, jobs(Some(0.6))));
+    let h = homes(&a);
+    assert_eq!(h.len(), 5, "{a:#?}");
+    let mut per_node = [0; 4];
+    for (_, nodes) in &h {
+        assert_eq!(nodes.len(), 1, "{a:#?}");
+        per_node[nodes[0]] += 1;
+    }
+    assert!(
+        per_node.iter().all(|c| (1..=2).contains(c)),
+        "{per_node:?} {a:#?}"
+    );
+}
+
+/// With per-thread run-queue wait, a thread squeezed below `busy_thread_cpu` still counts as
+/// busy when it was runnable most of the time: four threads sharing two CPUs (0.5 each, 0.5
+/// waiting) need four CPUs, so the process does not fit a 2-CPU node.
+#[test]
+fn run_queue_wait_counts_a_squeezed_thread_as_busy() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=4");
+    let mut p = proc(&t, 7, 1.6, 4, 0, &[256 * MIB, 0]);
+    p.per_thread = (0..4)
+        .map(|k| ThreadView {
+            tid: 7 + k,
+            cpu_use: 0.4,
+            node: Some(0),
+            wait: Some(0.6),
+        })
+        .collect();
+    p.cpu_wait = Some(2.4);
+    let s = snap(&t, 0, vec![p]);
+    let procs = crate::common::processes(&s, 0.5);
+    assert_eq!(procs[0].width, 4);
+    assert!((procs[0].demand() - 4.0).abs() < 1e-9);
+}
+
+/// Issue 11, the VM rig at N = 4: a job ended up homed away from the node that held all of its
+/// memory while that node had room, and `min_dwell_s` (60 s) outlived the job. Here a 1 GiB
+/// job gets node 1 because node 0, holding all its memory, is full at first; once node 0 has
+/// room, its home is corrected back to its memory after `correct_intervals` (2) decisions, not
+/// after 60 s, and it stays there.
+#[test]
+fn a_home_away_from_all_of_its_memory_is_corrected_without_waiting_out_the_dwell() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut busy = proc(&t, 9, 4.0, 4, 0, &[0, 0]);
+    busy.leave_alone = true;
+    let job = proc(&t, 1, 1.0, 1, 0, &[GIB, 0]);
+    let mut pol = HomenodePolicy::default();
+    let mut procs = vec![busy, job];
+    let a = pol.decide(&snap(&t, 0, procs.clone()));
+    assert_eq!(homes(&a), vec![(1, vec![1])], "{a:#?}");
+    apply(&t, &mut procs, &homes_only(&a));
+    procs.remove(0); // the busy process ends: node 0 has room again
+    let mut corrected_at = None;
+    for s in 1..=10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        if let Some((_, h)) = homes(&a).first() {
+            assert_eq!(corrected_at, None, "moved twice: {a:#?}");
+            assert_eq!(h, &vec![0], "{a:#?}");
+            assert!(
+                a.iter().any(|x| x.reason().starts_with("correct:")),
+                "{a:#?}"
+            );
+            corrected_at = Some(2 * s);
+        }
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!(corrected_at, Some(4), "second decision that saw it wrong");
+}
+
+/// The same correction for load: two jobs homed on node 0 of two 2-CPU nodes (node 1 was
+/// taken then) start two busy threads each, so node 0 has 4 CPUs of demand on 2 CPUs while
+/// node 1 is idle. The rebalancer moves one as soon as its imbalance streak is complete,
+/// not after `min_dwell_s`.
+#[test]
+fn an_overloaded_home_against_an_idle_node_is_corrected_without_waiting_out_the_dwell() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let mut busy = proc(&t, 9, 2.0, 2, 1, &[0, 0]);
+    busy.leave_alone = true;
+    let jobs: Vec<ProcessView> = (1..=2)
+        .map(|pid| proc(&t, pid, 1.0, 1, 0, &[128 * MIB, 0]))
+        .collect();
+    let mut pol = HomenodePolicy::default();
+    let mut procs = vec![busy];
+    procs.extend(jobs);
+    let a = pol.decide(&snap(&t, 0, procs.clone()));
+    assert_eq!(homes(&a), vec![(1, vec![0]), (2, vec![0])], "{a:#?}");
+    apply(&t, &mut procs, &homes_only(&a));
+    procs.remove(0);
+    for p in &mut procs {
+        p.threads = 2;
+        p.cpu_use = 1.0;
+        p.per_thread = (0..2)
+            .map(|k| ThreadView {
+                tid: p.pid * 10 + k,
+                cpu_use: 0.5,
+                node: Some(0),
+                wait: None,
+            })
+            .collect();
+    }
+    let mut moved_at = None;
+    for s in 1..=10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        if let Some((_, h)) = homes(&a).first() {
+            assert_eq!(moved_at, None, "moved twice: {a:#?}");
+            assert_eq!(h, &vec![1], "{a:#?}");
+            moved_at = Some(2 * s);
+        }
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!(moved_at, Some(6), "after imbalance_intervals (3) decisions");
+}
+
+fn homes_only(a: &[Action]) -> Vec<Action> {
+    a.iter()
+        .filter(|x| matches!(x, Action::SetHome { .. }))
+        .cloned()
+        .collect()
+}
+
+fn kernel_prefers(mut p: ProcessView, node: NodeId) -> ProcessView {
+    p.numa = Some(crate::snapshot::ProcessNumaStats {
+        preferred_node: Some(node),
+        ..Default::default()
+    });
+    p
+}
+
+/// A home the kernel's NUMA balancing prefers is not "clearly wrong" because its memory is
+/// still elsewhere: the kernel migrates the pages there itself, and correcting the home would
+/// pull against it.
+#[test]
+fn no_correction_away_from_the_kernels_preferred_home() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let p = homed(proc(&t, 1, 1.0, 1, 1, &[950 * MIB, 50 * MIB]), &[1]);
+    for (hint, corrected) in [(Some(1), false), (None, true)] {
+        let p = match hint {
+            Some(n) => kernel_prefers(p.clone(), n),
+            None => p.clone(),
+        };
+        let mut pol = HomenodePolicy::default();
+        let moved =
+            (1..=5u64).any(|s| !homes(&pol.decide(&snap(&t, 2 * s, vec![p.clone()]))).is_empty());
+        assert_eq!(moved, corrected, "kernel hint {hint:?}");
+    }
+}
+
+/// The rebalancer moves first a process the kernel does not prefer on the busy node: three
+/// jobs homed on node 0 of two 2-CPU nodes, the kernel preferring node 0 for two of them.
+#[test]
+fn the_rebalancer_moves_a_process_the_kernel_does_not_prefer_where_it_is() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let procs: Vec<ProcessView> = (1..=3)
+        .map(|pid| {
+            let p = homed(proc(&t, pid, 1.0, 1, 0, &[100 * MIB, 0]), &[0]);
+            if pid < 3 { kernel_prefers(p, 0) } else { p }
+        })
+        .collect();
+    let mut pol = HomenodePolicy::default();
+    let mut moved = Vec::new();
+    for s in 1..=4u64 {
+        moved.extend(homes(&pol.decide(&snap(&t, 2 * s, procs.clone()))));
+    }
+    assert_eq!(moved, vec![(3, vec![1])]);
+}
+
+/// Found by the VM rig's selfaffinity scenario: one process of two busy threads on two 2-CPU
+/// nodes, plus a little other work (the daemon) on its node, makes that node overloaded
+/// (2.3 CPUs of demand) while the other is idle. Moving the process within its dwell would
+/// only overload the other node the same way, and the bypass then moved it back (homes 0, 1,
+/// 0 in two minutes, its memory migrated each time). The dwell is only skipped for a process
+/// the idle node has room for.
+#[test]
+fn a_process_that_would_overload_the_idle_node_does_not_see_saw() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let mut p = proc(&t, 1, 1.7, 2, 0, &[48 * MIB, 0]);
+    p.per_thread = (0..2)
+        .map(|k| ThreadView {
+            tid: 1 + k,
+            cpu_use: 0.85,
+            node: Some(0),
+            wait: None,
+        })
+        .collect();
+    let mut daemon = proc(&t, 9, 0.3, 1, 0, &[0, 0]);
+    daemon.leave_alone = true;
+    let cfg = HomenodeConfig {
+        min_rss_mib: 16,
+        ..Default::default()
+    };
+    let mut pol = HomenodePolicy::new(cfg).expect("config");
+    let mut procs = vec![p, daemon];
+    let mut moves = Vec::new();
+    for s in 0..10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        moves.extend(homes(&a));
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!(
+        moves,
+        vec![(1, vec![0])],
+        "homed once, not moved within its dwell"
+    );
 }

@@ -374,6 +374,8 @@ impl Kernel {
             sys_ns: 0.0,
             node_user_ns: vec![0.0; nr_nodes],
             created: self.now,
+            run_delay_ns: 0,
+            queued_at: None,
             exited: None,
             first_cpu: None,
             last_ran: self.now,

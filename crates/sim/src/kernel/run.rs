@@ -45,6 +45,7 @@ impl Kernel {
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.state = TaskState::Runnable;
+        task.queued_at.get_or_insert(self.now);
         task.rq_key = key;
         self.rqs[cpu].queue.push(key, t);
         if self.params.fair.is_some() {
@@ -198,6 +199,7 @@ impl Kernel {
         };
         let task = &mut self.tasks[t];
         task.state = TaskState::Runnable;
+        task.queued_at.get_or_insert(self.now);
         task.rq_key = key;
         self.rqs[cpu].queue.push(key, t);
         if self.params.fair.is_some() {
@@ -243,6 +245,9 @@ impl Kernel {
             self.counters.context_switches += 1;
             self.tasks[t].state = TaskState::Running;
             self.tasks[t].last_settle = self.now;
+            if let Some(q) = self.tasks[t].queued_at.take() {
+                self.tasks[t].run_delay_ns += self.now.saturating_sub(q);
+            }
             if fair {
                 self.tasks[t].slice_left = self.fair_pick_slice(t, cpu);
                 self.pelt_task_state(t, true, true);

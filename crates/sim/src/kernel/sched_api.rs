@@ -70,6 +70,12 @@ pub trait CpuScheduler: Send {
     fn home_node(&self, k: &Kernel, task: TaskId) -> Option<NodeId> {
         k.tasks[task].home_node
     }
+    /// The node automatic NUMA balancing prefers for the task (Linux's `numa_preferred_nid`,
+    /// which the daemon reads from `/proc/PID/sched`), when this scheduler has NUMA balancing
+    /// and it has chosen one (default: none).
+    fn numa_preferred_nid(&self, _task: TaskId) -> Option<NodeId> {
+        None
+    }
     /// Period of the scheduler's own machine-wide timer, if it has one (default: none).
     fn timer_period(&self) -> Option<Ns> {
         None

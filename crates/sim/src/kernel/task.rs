@@ -72,6 +72,11 @@ pub struct Task {
     pub sys_ns: f64,
     pub node_user_ns: Vec<f64>,
     pub created: Ns,
+    /// Time spent runnable on a runqueue but not running, ns: Linux's `sched_info.run_delay`
+    /// (`/proc/PID/schedstat`'s second field), as the placement observer reads it.
+    pub run_delay_ns: Ns,
+    /// Since when it has waited on a runqueue (set at enqueue, cleared when it is picked).
+    pub queued_at: Option<Ns>,
     pub exited: Option<Ns>,
     /// CPU it first ran on (the numa_test "iSched").
     pub first_cpu: Option<CpuId>,
@@ -134,6 +139,11 @@ pub struct OpCache {
 }
 
 impl Task {
+    /// Run-queue wait up to `now`, including the wait in progress.
+    pub fn run_delay_at(&self, now: Ns) -> Ns {
+        self.run_delay_ns + self.queued_at.map_or(0, |q| now.saturating_sub(q))
+    }
+
     pub fn is_runnable(&self) -> bool {
         matches!(self.state, TaskState::Runnable | TaskState::Running)
     }

@@ -33,7 +33,7 @@ use crate::sched::error::OptionError;
 use crate::time::{MS, Ns, US};
 use imbalance::NumaImbalance;
 use numab::{Mode, NumaBalancing};
-use topo::{CpuId, Topology};
+use topo::{CpuId, NodeId, Topology};
 use topology::Level;
 
 pub struct Linux {
@@ -195,6 +195,10 @@ impl CpuScheduler for Linux {
 
     fn kernel_params(&self) -> KernelParams {
         self.kernel.clone()
+    }
+
+    fn numa_preferred_nid(&self, task: TaskId) -> Option<NodeId> {
+        self.numab.preferred(task)
     }
 
     fn kernel_base(&self) -> &'static str {

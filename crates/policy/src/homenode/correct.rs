@@ -1,0 +1,123 @@
+//! Step 2b, *correct*: a home that is clearly wrong is corrected without waiting out
+//! `min_dwell_s`. Clearly wrong: at least `correct_memory_pct` of the process's memory is on
+//! another node, and that node is the home rule 1 would give it now (it has room and stays
+//! balanced, with the process taken out of its current home). Rather than migrate nearly all
+//! of its memory to a home that was only second best when it was chosen (the memory node was
+//! full then), the process goes back to its memory.
+//!
+//! Not when the kernel's NUMA balancing prefers the current home: it migrates the pages
+//! there itself, and moving the process would pull against it.
+//!
+//! Nor within `min_dwell_s` of a rebalancing move: the rebalancer chose to move the process
+//! away from its memory, weighing the bytes to migrate, and its memory follows it.
+//!
+//! Hysteresis: the verdict, with the same target node, must hold for `correct_intervals`
+//! decisions in a row (one decision can see a transient: a burst, memory sampled mid-move),
+//! a process is corrected at most once per `min_dwell_s`, and a correction counts as a move
+//! for the rebalancer's dwell, so a corrected process is not moved on by the rebalancer
+//! either.
+
+use topo::NodeId;
+
+use super::{Decision, HomenodePolicy, comm};
+use crate::action::Action;
+use crate::common::{fmt_bytes, pct};
+
+impl HomenodePolicy {
+    /// Corrects clearly wrong homes, at most `max_moves_per_interval` per decision.
+    pub(super) fn correct(&mut self, d: &mut Decision<'_, '_>) {
+        let mut moved = 0u32;
+        for i in 0..d.procs.len() {
+            let verdict = self.wrong_home(d, i);
+            let Some(st) = self.procs.get_mut(&d.procs[i].pid) else {
+                continue;
+            };
+            match verdict {
+                Some(x) if st.wrong_target == Some(x) => {
+                    st.wrong_streak = st.wrong_streak.saturating_add(1);
+                }
+                Some(x) => {
+                    st.wrong_target = Some(x);
+                    st.wrong_streak = 1;
+                }
+                None => {
+                    st.wrong_target = None;
+                    st.wrong_streak = 0;
+                }
+            }
+            let due = st.wrong_streak >= self.cfg.correct_intervals;
+            if let (Some(x), true) = (verdict, due) {
+                if moved < self.cfg.max_moves_per_interval {
+                    self.rehome_to_memory(d, i, x);
+                    moved += 1;
+                }
+            }
+        }
+    }
+
+    /// The node `i`'s home should clearly be on, if its single-node home is clearly wrong.
+    fn wrong_home(&self, d: &Decision<'_, '_>, i: usize) -> Option<NodeId> {
+        let p = &d.procs[i];
+        if p.leave_alone || d.touched[i] || !self.significant(p) || p.rss == 0 {
+            return None;
+        }
+        let h = match d.homes[i].as_deref() {
+            Some(&[h]) => h,
+            _ => return None,
+        };
+        let st = self.procs.get(&p.pid)?;
+        let now = d.snap.now_ns;
+        let recent = |t: Option<u64>| {
+            t.is_some_and(|t| (now.saturating_sub(t) as f64) < self.cfg.min_dwell_s * 1e9)
+        };
+        if recent(st.corrected_ns) || recent(st.rebalanced_ns) {
+            return None;
+        }
+        // The kernel's NUMA balancing agrees with the home: it brings the memory itself.
+        if p.hint == Some(h) {
+            return None;
+        }
+        let x = p.memory_node().filter(|&x| x != h)?;
+        if (p.bytes[x] as f64) * 100.0 < f64::from(self.cfg.correct_memory_pct) * p.rss as f64 {
+            return None;
+        }
+        let mut base = d.model.clone();
+        base.apply(d.snap.topo, p, Some(&[h]), -1.0);
+        self.memory_home_now(d.snap.topo, &d.m, p, &base)
+            .filter(|&n| n == x)
+    }
+
+    /// Moves `i`'s home to node `x`, where its memory is.
+    fn rehome_to_memory(&mut self, d: &mut Decision<'_, '_>, i: usize, x: NodeId) {
+        let topo = d.snap.topo;
+        let now = d.snap.now_ns;
+        let p = &d.procs[i];
+        let h = d.homes[i].clone().unwrap_or_default();
+        d.model.apply(topo, p, Some(&h), -1.0);
+        d.model.apply(topo, p, Some(&[x]), 1.0);
+        let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
+        let streak = self.cfg.correct_intervals;
+        d.actions.push(Action::SetHome {
+            pid: p.pid,
+            start_time: p.start_time,
+            nodes: vec![x],
+            cpus: p.cpus_of(topo, &[x], allowed_cpus),
+            reason: format!(
+                "correct: pid {} ({}) has {} of its {} on node {x}, which has room for it and stays balanced, for {streak} decisions in a row; home node {x} instead of {} (without waiting out min_dwell_s)",
+                p.pid,
+                comm(d.snap, p),
+                pct(p.bytes[x], p.rss),
+                fmt_bytes(p.rss),
+                crate::common::fmt_nodes(&h),
+            ),
+        });
+        let st = self.procs.get_mut(&p.pid).expect("state made above");
+        st.last_move_ns = Some(now);
+        st.corrected_ns = Some(now);
+        st.wrong_target = None;
+        st.wrong_streak = 0;
+        st.blocked.clear();
+        d.homes[i] = Some(vec![x]);
+        d.touched[i] = true;
+    }
+}

@@ -30,8 +30,10 @@ declare -A SCENARIO_SHAPES=(
     [bench]="4n"
     [compare]="4n"
     [selfaffinity]="2n"
+    [numatest8]="4n"
+    [with-balancing]="4n"
 )
-ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity)
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {

@@ -16,6 +16,12 @@
 //! - `vmhelper mem PID`: one line `own N0 N1 ... total N0 N1 ...` with the process's pages
 //!   per node from `/proc/PID/numa_maps`: first its own memory (anonymous, heap and stack
 //!   mappings: what a placement daemon moves), then every mapping.
+//! - `vmhelper benchjobs FILE`: for each result cell of a `homenode bench numa-test --json`
+//!   report, one line per job: `CELL JOB MSCHED HOME LOCAL_PCT` (the node it ran on most, its
+//!   home node or `-`, the percent of its memory on MSCHED at exit).
+//! - `vmhelper status FILE [MIN_MIB]`: from a `homenode status --json` answer, one line: the
+//!   interval count, then `PID:HOME` for each process the daemon lists with at least MIN_MIB
+//!   (default 0) resident, HOME its (first) home node or `-`.
 
 use std::env;
 use std::fs;
@@ -228,6 +234,169 @@ fn mem(args: &[String]) {
     println!("own {} total {}", join(&own), join(&all));
 }
 
+/// A JSON value: just enough of JSON for the bench's report.
+enum Json {
+    Null,
+    Bool,
+    Num(f64),
+    Str,
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Obj(kv) => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+    fn arr(&self) -> &[Json] {
+        match self {
+            Json::Arr(v) => v,
+            _ => &[],
+        }
+    }
+    fn num(&self) -> Option<f64> {
+        match self {
+            Json::Num(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
+/// Parses the JSON value at `b[*i..]` (whitespace skipped), advancing `i`.
+fn parse_json(b: &[u8], i: &mut usize) -> Json {
+    let ws = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    ws(i);
+    let string = |i: &mut usize| -> String {
+        *i += 1;
+        let start = *i;
+        while *i < b.len() && b[*i] != b'"' {
+            if b[*i] == b'\\' {
+                *i += 1;
+            }
+            *i += 1;
+        }
+        *i += 1;
+        String::from_utf8_lossy(&b[start..*i - 1]).into_owned()
+    };
+    match b.get(*i) {
+        Some(b'{') => {
+            *i += 1;
+            let mut kv = Vec::new();
+            loop {
+                ws(i);
+                match b.get(*i) {
+                    Some(b'}') => {
+                        *i += 1;
+                        return Json::Obj(kv);
+                    }
+                    Some(b',') => *i += 1,
+                    Some(b'"') => {
+                        let k = string(i);
+                        ws(i);
+                        *i += 1; // ':'
+                        kv.push((k, parse_json(b, i)));
+                    }
+                    _ => die("benchjobs: malformed JSON object"),
+                }
+            }
+        }
+        Some(b'[') => {
+            *i += 1;
+            let mut v = Vec::new();
+            loop {
+                ws(i);
+                match b.get(*i) {
+                    Some(b']') => {
+                        *i += 1;
+                        return Json::Arr(v);
+                    }
+                    Some(b',') => *i += 1,
+                    Some(_) => v.push(parse_json(b, i)),
+                    None => die("benchjobs: malformed JSON array"),
+                }
+            }
+        }
+        Some(b'"') => {
+            string(i);
+            Json::Str
+        }
+        Some(b't') | Some(b'f') => {
+            while *i < b.len() && b[*i].is_ascii_alphabetic() {
+                *i += 1;
+            }
+            Json::Bool
+        }
+        Some(b'n') => {
+            *i += 4;
+            Json::Null
+        }
+        Some(_) => {
+            let start = *i;
+            while *i < b.len() && (b[*i].is_ascii_digit() || b"+-.eE".contains(&b[*i])) {
+                *i += 1;
+            }
+            let t = String::from_utf8_lossy(&b[start..*i]);
+            Json::Num(t.parse().unwrap_or_else(|_| die(&format!("benchjobs: bad number {t}"))))
+        }
+        None => die("benchjobs: JSON ends early"),
+    }
+}
+
+fn benchjobs(args: &[String]) {
+    let path = args.first().unwrap_or_else(|| die("benchjobs FILE"));
+    let text = fs::read(path).unwrap_or_else(|e| die(&format!("{path}: {e}")));
+    let doc = parse_json(&text, &mut 0);
+    let results = doc.get("results").map(Json::arr).unwrap_or(&[]);
+    for (c, cell) in results.iter().enumerate() {
+        for (j, job) in cell.get("jobs").map(Json::arr).unwrap_or(&[]).iter().enumerate() {
+            let msched = job.get("msched").and_then(Json::num).unwrap_or(-1.0) as i64;
+            let home = match job.get("home_node").and_then(Json::num) {
+                Some(h) => (h as i64).to_string(),
+                None => "-".into(),
+            };
+            let mem = job.get("mem_pct").map(Json::arr).unwrap_or(&[]);
+            let local = usize::try_from(msched)
+                .ok()
+                .and_then(|m| mem.get(m))
+                .and_then(Json::num)
+                .unwrap_or(0.0);
+            println!("{c} {} {msched} {home} {local:.1}", j + 1);
+        }
+    }
+}
+
+fn status(args: &[String]) {
+    let path = args.first().unwrap_or_else(|| die("status FILE"));
+    let text = fs::read(path).unwrap_or_else(|e| die(&format!("{path}: {e}")));
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let doc = parse_json(&text, &mut 0);
+    let min_bytes = args.get(1).map_or(0.0, |_| num(args.get(1), "MIN_MIB") as f64 * 1048576.0);
+    let k = doc.get("intervals").and_then(Json::num).unwrap_or(0.0) as u64;
+    let mut line = k.to_string();
+    for p in doc.get("processes").map(Json::arr).unwrap_or(&[]) {
+        if p.get("rss_bytes").and_then(Json::num).unwrap_or(0.0) < min_bytes {
+            continue;
+        }
+        let pid = p.get("pid").and_then(Json::num).unwrap_or(0.0) as u64;
+        // The first home node (a process homed on several nodes is named by the first).
+        let home = match p.get("home").map(Json::arr).and_then(|h| h.first()?.num()) {
+            Some(h) => (h as u64).to_string(),
+            None => "-".into(),
+        };
+        line.push_str(&format!(" {pid}:{home}"));
+    }
+    println!("{line}");
+}
+
 fn main() {
     let argv: Vec<String> = env::args().collect();
     let name = argv
@@ -246,6 +415,8 @@ fn main() {
         "lightjob" => lightjob(rest),
         "selfhog" => selfhog(rest),
         "mem" => mem(rest),
+        "benchjobs" => benchjobs(rest),
+        "status" => status(rest),
         m => die(&format!("unknown mode {m}")),
     }
 }

@@ -33,7 +33,9 @@ declare -A SCENARIO_SHAPES=(
     [numatest8]="4n"
     [with-balancing]="4n"
 )
-ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing)
+# numatest8 runs by name only (`tests/vm/run.sh numatest8`): it does not pass reliably yet
+# (docs/VM.md, scenario 8; issue 11).
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity with-balancing)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {

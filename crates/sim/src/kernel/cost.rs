@@ -636,6 +636,20 @@ mod tests {
         OpCost::random_write(4.0)
     }
 
+    /// One line read in order from region 0 per operation.
+    fn stream_read_op() -> OpCost {
+        OpCost {
+            cycles: 0.0,
+            accesses: vec![Access {
+                region: 0,
+                pattern: Pattern::Stream,
+                bytes: 64.0,
+                write: false,
+                contended: 0.0,
+            }],
+        }
+    }
+
     #[test]
     fn remote_memory_costs_more_by_latency() {
         let t = machine();
@@ -665,16 +679,7 @@ mod tests {
         let t = machine();
         let r = region_on(&t, 0, 1 << 30);
         let regions = [r];
-        let op = OpCost {
-            cycles: 0.0,
-            accesses: vec![Access {
-                region: 0,
-                pattern: Pattern::Stream,
-                bytes: 64.0,
-                write: false,
-                contended: 0.0,
-            }],
-        };
+        let op = stream_read_op();
         let one = linear_op(&t, &op, &regions, 0, 0.0, &[]);
         let mk = |n: usize| -> Vec<&LinearOp> { (0..n).map(|_| &one).collect() };
         let (q1, _) = solve_contention(&t, &mk(1), &Contention::idle(2));
@@ -696,16 +701,7 @@ mod tests {
         // 1's factors as they were.
         let t = machine();
         let (r0, r1) = ([region_on(&t, 0, 1 << 30)], [region_on(&t, 1, 1 << 30)]);
-        let op = OpCost {
-            cycles: 0.0,
-            accesses: vec![Access {
-                region: 0,
-                pattern: Pattern::Stream,
-                bytes: 64.0,
-                write: false,
-                contended: 0.0,
-            }],
-        };
+        let op = stream_read_op();
         let a = linear_op(&t, &op, &r0, 0, 0.0, &[]);
         let b = linear_op(&t, &op, &r0, 1, 0.0, &[]);
         let c = linear_op(&t, &op, &r1, 1, 0.0, &[]);
@@ -856,16 +852,7 @@ mod tests {
     fn streams_overlap_stream_mlp_lines_and_llc_hits_cost_their_latency() {
         let mut t = machine();
         let big = [region_on(&t, 0, 1 << 30)];
-        let stream = OpCost {
-            cycles: 0.0,
-            accesses: vec![Access {
-                region: 0,
-                pattern: Pattern::Stream,
-                bytes: 64.0,
-                write: false,
-                contended: 0.0,
-            }],
-        };
+        let stream = stream_read_op();
         let idle = Contention::idle(2);
         let ns = |t: &Topology, op: &OpCost, r: &[Region]| {
             op_profile(t, op, r, 0, t.cpu_model.llc_bytes as f64, &idle, &[]).ns

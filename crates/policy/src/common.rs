@@ -348,6 +348,7 @@ mod tests {
             interval_ns: 1,
             nodes: NodeView::consistent_with(&t, &[]),
             processes: vec![c, b, a],
+            numa_balancing: false,
         };
         let ps = processes(&snap, 0.5);
         assert_eq!(ps.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![1, 2, 3]);

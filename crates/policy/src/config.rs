@@ -89,6 +89,11 @@ pub struct HomenodeConfig {
     /// ... for this many consecutive decisions; it is then corrected without waiting out
     /// `min_dwell_s` (once per `min_dwell_s`).
     pub correct_intervals: u32,
+    /// With the kernel's NUMA balancing active for a process (its figures are in the
+    /// snapshot), step 4 leaves the moving of its memory to the kernel for the first decision
+    /// after it is homed, and for as long after as the kernel is seen moving it (at least
+    /// `min_move_mib` home per decision); homenode moves what the kernel does not.
+    pub defer_to_kernel: bool,
 }
 
 impl Default for HomenodeConfig {
@@ -113,6 +118,7 @@ impl Default for HomenodeConfig {
             release_after_s: 120.0,
             correct_memory_pct: 90,
             correct_intervals: 2,
+            defer_to_kernel: true,
         }
     }
 }

@@ -73,6 +73,7 @@ mod tests {
             interval_ns: 1_000_000_000,
             nodes: NodeView::consistent_with(&t, std::slice::from_ref(&p)),
             processes: vec![p],
+            numa_balancing: false,
         };
         assert!(NoPolicy.decide(&snap).is_empty());
     }

@@ -55,6 +55,7 @@ pub static POLICIES: &[PolicyEntry] = &[
             "release_after_s",
             "correct_memory_pct",
             "correct_intervals",
+            "defer_to_kernel",
         ],
         build: |c| Ok(Box::new(HomenodePolicy::new(c.homenode.clone())?)),
     },

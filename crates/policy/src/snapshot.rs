@@ -209,6 +209,9 @@ pub struct Snapshot<'a> {
     /// One entry per node of `topo`.
     pub nodes: Vec<NodeView>,
     pub processes: Vec<ProcessView>,
+    /// The kernel's automatic NUMA balancing migrates pages between nodes (Linux:
+    /// `kernel.numa_balancing` has its bit 0, `NUMA_BALANCING_NORMAL`, set).
+    pub numa_balancing: bool,
 }
 
 /// What is wrong with a snapshot (see [`Snapshot::validate`]).
@@ -352,6 +355,7 @@ mod tests {
             interval_ns: 1,
             nodes,
             processes: vec![p.clone()],
+            numa_balancing: false,
         };
         assert_eq!(snap.validate(), Ok(()));
         let json = serde_json::to_string(&snap).expect("json");

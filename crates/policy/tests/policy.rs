@@ -174,6 +174,7 @@ fn snapshot<'a>(
         interval_ns,
         nodes,
         processes: procs.to_vec(),
+        numa_balancing: false,
     }
 }
 

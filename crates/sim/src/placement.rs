@@ -209,6 +209,7 @@ impl Placement {
             interval_ns: interval,
             nodes,
             processes: snap_procs,
+            numa_balancing: sched.numa_balancing(),
         };
         let actions = self.policy.decide(&snap);
         self.stats.decisions += 1;

@@ -352,6 +352,7 @@ impl Daemon {
             interval_ns: (sample.elapsed_s * 1e9) as u64,
             nodes: nodes.clone(),
             processes: views,
+            numa_balancing: crate::procfs::numa_balancing_on(&self.cfg.root),
         };
         let actions = self.policy.decide(&snap);
         let mut counters = self

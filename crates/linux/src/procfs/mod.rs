@@ -13,7 +13,7 @@
 //! | [`uptime`] | `uptime` | cheap, machine-wide | never |
 //! | [`cpustat`] | `stat` (machine-wide) | cheap: one line per CPU | never |
 //! | [`meminfo`] | `meminfo` | cheap, machine-wide | never (`MemAvailable` before 3.14: `MemFree` instead) |
-//! | [`read_sysctl`] | `sys/...` (one value) | cheap | the files of options the kernel lacks |
+//! | [`read_sysctl`], [`numa_balancing_on`] | `sys/...` (one value) | cheap | the files of options the kernel lacks |
 //! | [`vmstat`] | `vmstat` | cheap, machine-wide | the `numa_*` lines without `CONFIG_NUMA`, the hint-fault lines without `CONFIG_NUMA_BALANCING` |
 //! | [`list_pids`] / [`ProcDir::tids`] | `ROOT/proc/`, `PID/task/` | one `getdents` per 100 or so entries | never |
 //!
@@ -422,6 +422,16 @@ pub fn read_sysctl(root: &Path, name: &str) -> Option<String> {
     std::fs::read_to_string(proc_dir(root).join("sys").join(name))
         .ok()
         .map(|s| s.trim().to_string())
+}
+
+/// Whether the kernel's automatic NUMA balancing migrates pages between nodes:
+/// `kernel.numa_balancing` with bit 0 (`NUMA_BALANCING_NORMAL`) set. Mode 2 alone
+/// (`NUMA_BALANCING_MEMORY_TIERING`) promotes pages from slow memory tiers only; a missing or
+/// unreadable file (a kernel without the option) is off.
+pub fn numa_balancing_on(root: &Path) -> bool {
+    read_sysctl(root, "kernel/numa_balancing")
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|v| v & 1 != 0)
 }
 
 /// Splits `key:\tvalue` lines (as in `status`) into (key, value-trimmed) pairs.

@@ -200,6 +200,19 @@ fn readers_take_a_root_and_a_vanished_process_is_gone() {
         linux::procfs::read_sysctl(root, "kernel/numa_balancing"),
         None
     );
+    // Missing (a kernel without the option), off, on, memory tiering only, both, malformed.
+    assert!(!linux::procfs::numa_balancing_on(root));
+    for (text, on) in [
+        ("0\n", false),
+        ("1\n", true),
+        ("2\n", false),
+        ("3\n", true),
+        ("on\n", false),
+        ("", false),
+    ] {
+        write(root, "proc/sys/kernel/numa_balancing", text);
+        assert_eq!(linux::procfs::numa_balancing_on(root), on, "{text:?}");
+    }
     write(root, "proc/meminfo", "MemAvailable: lots kB\n");
     let e = linux::procfs::meminfo::read_mem_available(root)
         .expect_err("malformed")

@@ -4,10 +4,17 @@
 //! memory on a node that did not shrink by half of what was asked (pinned pages, a memory
 //! policy of its own) is left alone there for `move_retry_s`, so the budget goes to memory
 //! that moves.
+//!
+//! With the kernel's NUMA balancing active for a process, the kernel migrates its pages to the
+//! node of the CPU that touches them, from the process's own threads, in parallel, and once
+//! homenode has set its CPUs that node is the home. Moving the same memory from the daemon's
+//! one thread as well only adds copies and delays, so `defer_to_kernel` gives the kernel the
+//! first decision after a home is set, and every later one in which it was seen moving at
+//! least `min_move_mib` of the memory home; homenode moves what the kernel leaves.
 
 use topo::NodeId;
 
-use super::{Decision, HomenodePolicy};
+use super::{Decision, HomenodePolicy, KernelWatch, PidState};
 use crate::action::Action;
 use crate::common::{MIB, fmt_bytes, fmt_home, nearest_first};
 
@@ -103,9 +110,11 @@ impl HomenodePolicy {
                 continue;
             };
             // Judge last interval's requests once fresh per-node figures are in.
+            let mut asked_total = 0u64;
             if !st.requested.is_empty() {
                 if p.mem_sampled_ns > st.requested_at_ns {
                     for &(from, asked, had) in &st.requested {
+                        asked_total = asked_total.saturating_add(asked);
                         if p.bytes[from].saturating_add(asked / 2) > had {
                             st.blocked.insert(from, now.saturating_add(retry_ns));
                         }
@@ -116,6 +125,12 @@ impl HomenodePolicy {
                 }
             }
             st.blocked.retain(|_, until| *until > now);
+            if self.cfg.defer_to_kernel
+                && d.snap.numa_balancing
+                && kernel_is_moving(st, home, &p.bytes, p.mem_sampled_ns, asked_total, min_move)
+            {
+                continue;
+            }
             for r in 0..d.m.n {
                 if home.contains(&r) || p.bytes[r] < min_move || st.blocked.contains_key(&r) {
                     continue;
@@ -135,4 +150,39 @@ impl HomenodePolicy {
         });
         chunks
     }
+}
+
+/// Whether the kernel's NUMA balancing is left the moving of this process's memory now:
+/// at the first reading since its home was set, and at every later fresh reading that shows
+/// at least `min_move` bytes more at home than the last one, beyond what homenode itself asked
+/// to move (`asked`). Between fresh readings nothing is judged and nothing moved. Updates the
+/// watch.
+fn kernel_is_moving(
+    st: &mut PidState,
+    home: &[NodeId],
+    bytes: &[u64],
+    sampled_ns: u64,
+    asked: u64,
+    min_move: u64,
+) -> bool {
+    let remote: u64 = (0..bytes.len())
+        .filter(|r| !home.contains(r))
+        .map(|r| bytes[r])
+        .sum();
+    let seen = KernelWatch {
+        home: home.to_vec(),
+        remote,
+        sampled_ns,
+    };
+    let Some(last) = st.kernel_watch.replace(seen) else {
+        return true; // first look since the home was set: the kernel's turn
+    };
+    if last.home != home {
+        return true;
+    }
+    if sampled_ns <= last.sampled_ns {
+        st.kernel_watch = Some(last); // same figures: keep the older reading
+        return true;
+    }
+    last.remote.saturating_sub(remote).saturating_sub(asked) >= min_move
 }

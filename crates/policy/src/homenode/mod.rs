@@ -21,7 +21,9 @@
 //!    per byte that would migrate), at most `max_moves_per_interval`, never one that moved
 //!    within `min_dwell_s`.
 //! 4. *Memory*: bring remote memory home, largest remote share first, in `MoveMemory`
-//!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total.
+//!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total. Where
+//!    the kernel's NUMA balancing is active, its page migration is left the moving while it
+//!    keeps moving the memory home (`defer_to_kernel`).
 //!
 //! The files follow the steps: `release.rs` (1), `homes.rs` (2, with the choice of one home),
 //! `rebalance.rs` (3), `memory.rs` (4); `model.rs` holds the load model below, which every
@@ -81,6 +83,19 @@ struct PidState {
     corrected_ns: Option<u64>,
     /// When the rebalancer last moved it (step 3): step 2b does not undo such a move.
     rebalanced_ns: Option<u64>,
+    /// Its memory outside its home as last seen, to tell whether the kernel's NUMA balancing
+    /// is moving it (step 4, `defer_to_kernel`).
+    kernel_watch: Option<KernelWatch>,
+}
+
+/// A process's memory outside its home at one reading of its per-node figures.
+#[derive(Clone, Debug, PartialEq)]
+struct KernelWatch {
+    home: Vec<NodeId>,
+    /// Bytes on nodes outside `home`.
+    remote: u64,
+    /// When those figures were read.
+    sampled_ns: u64,
 }
 
 /// The homenode (node-affine) placement policy. See the module documentation.

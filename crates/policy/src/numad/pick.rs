@@ -283,6 +283,7 @@ mod tests {
             interval_ns: 1,
             nodes: NodeView::consistent_with(&t, &[]),
             processes: vec![],
+            numa_balancing: false,
         };
         let m = Machine::new(&snap);
         let (cap, free) = cpu_capacity(&t, &m, 20);

@@ -20,6 +20,7 @@ fn new_process_waits_one_cycle_for_a_sample() {
         interval_ns: 1_000_000_000,
         nodes: NodeView::consistent_with(&t, std::slice::from_ref(&p)),
         processes: vec![p.clone()],
+        numa_balancing: false,
     };
     let mut n = NumadPolicy::default();
     assert!(n.decide(&mk(0)).is_empty());
@@ -67,6 +68,7 @@ fn snap<'a>(t: &'a Topology, now_s: u64, procs: &[ProcessView]) -> Snapshot<'a> 
         now_ns: now_s * SEC,
         interval_ns: SEC,
         nodes,
+        numa_balancing: false,
         processes: procs.to_vec(),
     }
 }

@@ -76,6 +76,11 @@ pub trait CpuScheduler: Send {
     fn numa_preferred_nid(&self, _task: TaskId) -> Option<NodeId> {
         None
     }
+    /// Whether this scheduler has NUMA balancing that migrates pages (Linux's
+    /// `kernel.numa_balancing`, which the daemon reads; default: no).
+    fn numa_balancing(&self) -> bool {
+        false
+    }
     /// Period of the scheduler's own machine-wide timer, if it has one (default: none).
     fn timer_period(&self) -> Option<Ns> {
         None

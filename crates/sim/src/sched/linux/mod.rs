@@ -201,6 +201,10 @@ impl CpuScheduler for Linux {
         self.numab.preferred(task)
     }
 
+    fn numa_balancing(&self) -> bool {
+        self.numab.mode != Mode::Off
+    }
+
     fn kernel_base(&self) -> &'static str {
         match self.fair().class {
             FairClass::Eevdf => "EEVDF fair class (6.6+), PELT load",

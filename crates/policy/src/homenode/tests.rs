@@ -980,7 +980,11 @@ fn with_numa_balancing_on_the_kernel_moves_the_memory_while_it_keeps_up() {
     };
     let mut off = HomenodePolicy::default();
     let a = off.decide(&at(0, &[GIB, 0], false));
-    assert_eq!(moved_bytes(&a, 1), 256 * MIB, "balancing off: homenode moves at once");
+    assert_eq!(
+        moved_bytes(&a, 1),
+        256 * MIB,
+        "balancing off: homenode moves at once"
+    );
 
     let mut pol = HomenodePolicy::default();
     // First decision with the home: the kernel's turn.

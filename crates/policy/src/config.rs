@@ -91,8 +91,9 @@ pub struct HomenodeConfig {
     pub correct_intervals: u32,
     /// With the kernel's NUMA balancing active for a process (its figures are in the
     /// snapshot), step 4 leaves the moving of its memory to the kernel for the first decision
-    /// after it is homed, and for as long after as the kernel is seen moving it (at least
-    /// `min_move_mib` home per decision); homenode moves what the kernel does not.
+    /// after it is homed, and for as long after as the kernel is seen keeping up (moving home
+    /// at least half of what homenode's own budget would); homenode moves what the kernel
+    /// does not. Off by default: the simulator's numa01 ran slower with it (docs/PLACEMENT.md).
     pub defer_to_kernel: bool,
 }
 
@@ -118,7 +119,7 @@ impl Default for HomenodeConfig {
             release_after_s: 120.0,
             correct_memory_pct: 90,
             correct_intervals: 2,
-            defer_to_kernel: true,
+            defer_to_kernel: false,
         }
     }
 }

@@ -9,8 +9,9 @@
 //! node of the CPU that touches them, from the process's own threads, in parallel, and once
 //! homenode has set its CPUs that node is the home. Moving the same memory from the daemon's
 //! one thread as well only adds copies and delays, so `defer_to_kernel` gives the kernel the
-//! first decision after a home is set, and every later one in which it was seen moving at
-//! least `min_move_mib` of the memory home; homenode moves what the kernel leaves.
+//! first decision after a home is set, and every later one in which it was seen keeping up
+//! (moving home at least half of what homenode's own budget would have); homenode moves what
+//! the kernel leaves.
 
 use topo::NodeId;
 
@@ -127,7 +128,14 @@ impl HomenodePolicy {
             st.blocked.retain(|_, until| *until > now);
             if self.cfg.defer_to_kernel
                 && d.snap.numa_balancing
-                && kernel_is_moving(st, home, &p.bytes, p.mem_sampled_ns, asked_total, min_move)
+                && kernel_is_moving(
+                    st,
+                    home,
+                    &p.bytes,
+                    p.mem_sampled_ns,
+                    asked_total,
+                    (self.cfg.move_rate_mib_s as f64 * MIB as f64, min_move),
+                )
             {
                 continue;
             }
@@ -152,18 +160,19 @@ impl HomenodePolicy {
     }
 }
 
-/// Whether the kernel's NUMA balancing is left the moving of this process's memory now:
-/// at the first reading since its home was set, and at every later fresh reading that shows
-/// at least `min_move` bytes more at home than the last one, beyond what homenode itself asked
-/// to move (`asked`). Between fresh readings nothing is judged and nothing moved. Updates the
-/// watch.
+/// Whether the kernel's NUMA balancing is left the moving of this process's memory now: at
+/// the first reading since its home was set, and at every later fresh reading that shows it
+/// kept up with homenode, that is moved home, beyond what homenode itself asked to move
+/// (`asked`), at least half of what homenode's own budget (`rate` bytes per second) would have
+/// moved of it since the last reading, and at least `min_move`. Between fresh readings nothing
+/// is judged and nothing moved. Updates the watch.
 fn kernel_is_moving(
     st: &mut PidState,
     home: &[NodeId],
     bytes: &[u64],
     sampled_ns: u64,
     asked: u64,
-    min_move: u64,
+    (rate, min_move): (f64, u64),
 ) -> bool {
     let remote: u64 = (0..bytes.len())
         .filter(|r| !home.contains(r))
@@ -184,5 +193,8 @@ fn kernel_is_moving(
         st.kernel_watch = Some(last); // same figures: keep the older reading
         return true;
     }
-    last.remote.saturating_sub(remote).saturating_sub(asked) >= min_move
+    let budget = rate * (sampled_ns - last.sampled_ns) as f64 / 1e9;
+    let pace = (last.remote as f64).min(budget) / 2.0;
+    let by_kernel = last.remote.saturating_sub(remote).saturating_sub(asked);
+    by_kernel >= min_move && by_kernel as f64 >= pace
 }

@@ -130,7 +130,8 @@ pub(crate) struct Proc {
     pub pid: u32,
     pub start_time: u64,
     pub cpu: f64,
-    /// Run-queue wait over the interval, CPUs (0 when not measured).
+    /// Run-queue wait over the interval, CPUs (0 when not measured); `cpu + wait` is at most
+    /// the thread count (a thread cannot want more than all of the time).
     pub wait: f64,
     pub threads: u32,
     /// CPUs needed at once: busy threads (at least `busy_thread_cpu` each, counting their
@@ -223,8 +224,11 @@ pub(crate) fn processes(snap: &Snapshot<'_>, busy_thread_cpu: f64) -> Vec<Proc> 
     let mut out: Vec<Proc> = Vec::with_capacity(snap.processes.len());
     for (idx, p) in snap.processes.iter().enumerate() {
         let cpu = clean(p.cpu_use, max_cpu);
+        // Used plus waited time is at most the time there was, per thread: CPU use and wait
+        // come from different reads (`stat`, `schedstat`) taken a little apart, and a thread
+        // measured at 0.8 used and 0.8 waited must not count as wanting 1.6 CPUs.
         let max_wait = f64::from(p.threads.max(1)).max(p.per_thread.len() as f64);
-        let wait = clean(p.cpu_wait.unwrap_or(0.0), max_wait);
+        let wait = clean(p.cpu_wait.unwrap_or(0.0), (max_wait - cpu).max(0.0));
         let bytes: Vec<u64> = (0..n).map(|i| p.bytes_on(i).min(MAX_BYTES)).collect();
         let rss = bytes.iter().sum();
         let mut share: Vec<f64> = (0..n)

@@ -109,13 +109,12 @@ impl HomenodePolicy {
             return Some(choice);
         }
         let fitting: Vec<NodeId> = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
-        let fitting_balanced = s.evenest_among(&fitting);
         if s.light {
-            if let Some(choice) = s.packed_when_crowded(&fitting_balanced) {
+            if let Some(choice) = s.packed_when_crowded(&s.even) {
                 return Some(choice);
             }
         }
-        s.home_set(&fitting, &fitting_balanced)
+        s.home_set(&fitting, &s.even)
     }
 }
 
@@ -157,6 +156,12 @@ struct HomeSearch<'a> {
     roomy: Vec<NodeId>,
     /// The least load per CPU a node with room would have with it.
     least: f64,
+    /// Of the allowed nodes it fits, those where its homes stay even
+    /// ([`HomeSearch::evenest_among`]). A node with room must be one of them, as on a crowded
+    /// machine: measured room says nothing of what homenode already put there when measured
+    /// load lags or is skewed (the VM rig's numatest8: a node showed room for a third job
+    /// homed there in the same decision as two others, while two nodes held one each).
+    even: Vec<NodeId>,
     /// Nodes with room where the process would not leave the machine imbalanced by the
     /// rebalancer's own rule (step 3), nor its homes uneven ([`HomeSearch::evenest_among`]).
     /// When there are such nodes, only they compete, in steps 1 and 2: a first home that the
@@ -195,15 +200,17 @@ impl<'a> HomeSearch<'a> {
             allowed,
             roomy: Vec::new(),
             least: f64::INFINITY,
+            even: Vec::new(),
             balanced: Vec::new(),
         };
+        let fitting: Vec<NodeId> = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
+        s.even = s.evenest_among(&fitting);
         s.roomy = s.allowed.iter().copied().filter(|&x| s.room(x)).collect();
         s.least = s
             .roomy
             .iter()
             .map(|&x| s.after(x))
             .fold(f64::INFINITY, f64::min);
-        let even = s.evenest_among(&s.roomy);
         s.balanced = s
             .roomy
             .iter()
@@ -212,7 +219,7 @@ impl<'a> HomeSearch<'a> {
                 let a = s.after(x);
                 a <= cfg.consolidate_below + EPS
                     || (a * 100.0 <= f64::from(cfg.imbalance_pct) * s.least + EPS
-                        && even.contains(&x))
+                        && s.even.contains(&x))
             })
             .collect();
         Some(s)
@@ -280,37 +287,55 @@ impl<'a> HomeSearch<'a> {
         (self.model.load[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Homed demand per CPU of node `x` with the process added.
-    fn homed_after(&self, x: NodeId) -> f64 {
-        (self.model.homed[x] + self.demand) / self.model.cpus[x].max(EPS)
+    /// Settled load per CPU of node `x` with the process added ([`Model::settled`], the settled load).
+    fn settled_after(&self, x: NodeId) -> f64 {
+        (self.model.settled[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Of `nodes`, those whose homed demand per CPU would be less than one more of this
-    /// process above the least once it is added. Only homes count: on saturated nodes measured
-    /// busy time stops at the node's CPUs, so it cannot say who is squeezed where, and a
-    /// relative rule on it lets a 2-CPU node take a third job (125% of a busy node is a whole
-    /// job). Among nodes with room, measured load cannot say it either while the processes
-    /// still to be homed run wherever the kernel put them (and a guest starved of CPU time
-    /// sees every node busy): two busy processes whose memory is on one node would both be
-    /// homed there while another node gets none, a home the rebalancer undoes only after
-    /// `min_dwell_s`. What homenode placed, it knows.
+    /// Of `nodes`, those whose settled load per CPU (homed demand plus the work homenode does
+    /// not place) would be less than one more of this process above the least once it is
+    /// added. The processes still to be homed do not count where they run: they run wherever
+    /// the kernel put them, so measured load cannot say where homes are uneven (and a guest
+    /// starved of CPU time sees every node busy): two busy processes whose memory is on one
+    /// node would both be homed there while another node gets none, a home the rebalancer
+    /// undoes only after `min_dwell_s`. Nor can the busy time of a saturated node, which
+    /// stops at its CPUs, say who is squeezed where; a relative rule on it lets a 2-CPU node
+    /// take a third job (125% of a busy node is a whole job). What homenode placed, it knows;
+    /// what it does not place (listed processes left alone or too small) stays where it ran;
+    /// busy time no listed process accounts for is left out (under emulation, idle virtual
+    /// CPUs look busy).
     fn evenest_among(&self, nodes: &[NodeId]) -> Vec<NodeId> {
         let least = nodes
             .iter()
-            .map(|&x| self.homed_after(x))
+            .map(|&x| self.settled_after(x))
             .fold(f64::INFINITY, f64::min);
         nodes
             .iter()
             .copied()
             .filter(|&x| {
-                self.homed_after(x) - least < self.demand / self.model.cpus[x].max(EPS) - EPS
+                self.settled_after(x) - least < self.demand / self.model.cpus[x].max(EPS) - EPS
             })
             .collect()
     }
 
-    /// Whether node `x` has room and, when some nodes with room stay balanced, is one of them.
+    /// Whether node `x` has room and is one of the balanced nodes, or, when no node with room
+    /// stays balanced, keeps the homes even.
     fn ok(&self, x: NodeId) -> bool {
-        self.room(x) && (self.balanced.is_empty() || self.balanced.contains(&x))
+        self.room(x) && self.candidates().contains(&x)
+    }
+
+    /// The nodes rules 1 and 2 choose from: the balanced ones, else those with room that keep
+    /// the homes even (none: the crowded rules 3 and 4 decide).
+    fn candidates(&self) -> Vec<NodeId> {
+        if self.balanced.is_empty() {
+            self.roomy
+                .iter()
+                .copied()
+                .filter(|x| self.even.contains(x))
+                .collect()
+        } else {
+            self.balanced.clone()
+        }
     }
 
     /// "score 1.23: 2.0 CPUs and 3.0 GiB free", for reasons.
@@ -377,6 +402,10 @@ impl<'a> HomeSearch<'a> {
             Some(mn) if !self.fits(mn) => {
                 format!("{} has too little free memory for it", self.holding(mn))
             }
+            Some(mn) if self.room(mn) && !self.even.contains(&mn) => format!(
+                "{} already has more of homenode's homes per CPU than another node it fits",
+                self.holding(mn)
+            ),
             Some(mn) if self.room(mn) => format!(
                 "{} would be {:.2} CPUs/CPU busy with it, more than {}% of the {:.2} of a node with room",
                 self.holding(mn),
@@ -397,12 +426,7 @@ impl<'a> HomeSearch<'a> {
 
     /// Rule 2: the best node with room, among the balanced ones when there are such.
     fn best_with_room(&self, why_not_mem: &str) -> Option<HomeChoice> {
-        let candidates = if self.balanced.is_empty() {
-            &self.roomy
-        } else {
-            &self.balanced
-        };
-        let x = self.best_of(candidates)?;
+        let x = self.best_of(&self.candidates())?;
         Some(HomeChoice {
             nodes: vec![x],
             reason: format!(

@@ -5,6 +5,13 @@
 //! left alone, processes not homed yet) where it ran, with the run-queue wait measured for
 //! it there (so a saturated node's load is what its tasks wanted, more than its CPUs). Free memory is counted net of what is
 //! already on its way home, so two homes are not promised the same bytes.
+//!
+//! First homes are kept even (step 2) by each node's *settled* load: the demand homed there,
+//! plus the work of the listed processes homenode will not place (left alone, or too small)
+//! where they ran. Not in it: the significant processes without a home yet (homenode is
+//! about to place them, so where they run now says nothing of where they will be), and busy
+//! time no listed process accounts for (kernel threads, short-lived tasks, and under
+//! emulation idle virtual CPUs that look busy).
 
 use topo::{NodeId, Topology};
 
@@ -16,8 +23,9 @@ pub(super) struct Model {
     pub(super) cpus: Vec<f64>,
     /// Load in CPUs.
     pub(super) load: Vec<f64>,
-    /// Of which: the demand of the processes homed on the node (split over a home set).
-    pub(super) homed: Vec<f64>,
+    /// Settled load: homed demand (split over a home set) plus the listed processes homenode
+    /// does not place, where they ran.
+    pub(super) settled: Vec<f64>,
     /// Free bytes minus memory already on its way there.
     pub(super) free: Vec<i64>,
 }
@@ -34,12 +42,14 @@ fn dest_for(topo: &Topology, home: &[NodeId], from: NodeId) -> NodeId {
 }
 
 impl Model {
-    /// The machine with every process accounted at its valid home, or where it ran.
+    /// The machine with every process accounted at its valid home, or where it ran;
+    /// `pending[i]` says process `i` is significant and has no home yet (it is not settled).
     pub(super) fn new(
         topo: &Topology,
         m: &Machine,
         procs: &[Proc],
         homes: &[Option<Vec<NodeId>>],
+        pending: &[bool],
     ) -> Self {
         let cpus: Vec<f64> = m.cpus.iter().map(|&c| c as f64).collect();
         let mut load: Vec<f64> = (0..m.n).map(|n| (cpus[n] - m.idle[n]).max(0.0)).collect();
@@ -60,9 +70,16 @@ impl Model {
         let mut model = Model {
             cpus,
             load,
-            homed: vec![0.0; m.n],
+            settled: vec![0.0; m.n],
             free: m.free.iter().map(|&f| f as i64).collect(),
         };
+        for ((p, h), &pend) in procs.iter().zip(homes).zip(pending) {
+            if h.is_none() && !pend {
+                for (n, x) in model.settled.iter_mut().enumerate() {
+                    *x += p.runnable() * p.share[n];
+                }
+            }
+        }
         for (p, h) in procs.iter().zip(homes) {
             if let Some(h) = h {
                 model.apply(topo, p, Some(h), 1.0);
@@ -87,7 +104,7 @@ impl Model {
                     // not only what it managed to use where it ran.
                     let need = sign * p.demand() * w;
                     self.load[n] += need;
-                    self.homed[n] = (self.homed[n] + need).max(0.0);
+                    self.settled[n] = (self.settled[n] + need).max(0.0);
                 }
                 for r in 0..self.load.len() {
                     if !h.contains(&r) && p.bytes[r] > 0 {

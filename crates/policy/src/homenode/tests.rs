@@ -1117,3 +1117,48 @@ fn one_thread_never_wants_more_than_one_cpu() {
     }
     assert_eq!(per_node, [2, 2, 2, 2], "{a:#?}");
 }
+
+/// The VM rig's `numatest8` again (issue 11): eight jobs on four 2-CPU nodes during the
+/// burst. Node 2 showed idle time (under emulation a node's busy time is what the host gave
+/// its virtual CPUs) while every other node was saturated, so node 2 alone had room; three
+/// jobs whose memory was there were homed there in one decision, each seeing room after the
+/// one before (homes 2/1/3/2 at the end of the run, then a rebalance away from the memory).
+/// A node with room must also keep the homes even, judged against every node the job fits.
+#[test]
+fn room_on_one_node_does_not_let_it_take_more_than_its_share_of_homes() {
+    let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    let cfg = HomenodeConfig {
+        min_rss_mib: 16,
+        ..Default::default()
+    };
+    let mut burst = proc(&t, 99, 4.0, 80, 0, &[0, 0, 0, 0]);
+    burst.leave_alone = true;
+    burst.node_runtime = vec![0.25; 4];
+    let mut procs = vec![burst];
+    for (pid, n) in [
+        (1, 2),
+        (2, 2),
+        (3, 2),
+        (4, 0),
+        (5, 0),
+        (6, 1),
+        (7, 3),
+        (8, 3),
+    ] {
+        let mut v = vec![0u64; 4];
+        v[n] = 20 * MIB;
+        let mut p = proc(&t, pid, 0.5, 1, n, &v);
+        p.cpu_wait = Some(0.5);
+        procs.push(p);
+    }
+    let mut s = snap(&t, 0, procs);
+    for (n, v) in s.nodes.iter_mut().enumerate() {
+        v.cpu_idle = if n == 2 { 1.5 } else { 0.0 };
+    }
+    let a = HomenodePolicy::new(cfg).expect("config").decide(&s);
+    let mut per_node = [0usize; 4];
+    for (_, h) in homes(&a) {
+        per_node[h[0]] += 1;
+    }
+    assert_eq!(per_node, [2, 2, 2, 2], "{a:#?}");
+}

@@ -292,8 +292,8 @@ impl<'a> HomeSearch<'a> {
         (self.model.settled[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Of `nodes`, those whose settled load per CPU (homed demand plus the work homenode does
-    /// not place) would be less than one more of this process above the least once it is
+    /// Of `nodes`, those whose settled load per CPU (homed demand plus the processes left
+    /// alone) would be less than one more of this process above the least once it is
     /// added. The processes still to be homed do not count where they run: they run wherever
     /// the kernel put them, so measured load cannot say where homes are uneven (and a guest
     /// starved of CPU time sees every node busy): two busy processes whose memory is on one
@@ -301,9 +301,10 @@ impl<'a> HomeSearch<'a> {
     /// undoes only after `min_dwell_s`. Nor can the busy time of a saturated node, which
     /// stops at its CPUs, say who is squeezed where; a relative rule on it lets a 2-CPU node
     /// take a third job (125% of a busy node is a whole job). What homenode placed, it knows;
-    /// what it does not place (listed processes left alone or too small) stays where it ran;
-    /// busy time no listed process accounts for is left out (under emulation, idle virtual
-    /// CPUs look busy).
+    /// processes left alone stay where they ran. Small processes and busy time no listed
+    /// process accounts for are left out: they come and go (a burst of message-passing
+    /// threads would push homes away from where it ran for the length of the home), and under
+    /// emulation idle virtual CPUs look busy.
     fn evenest_among(&self, nodes: &[NodeId]) -> Vec<NodeId> {
         let least = nodes
             .iter()

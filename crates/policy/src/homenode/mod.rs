@@ -198,12 +198,7 @@ impl NodePolicy for HomenodePolicy {
             .iter()
             .map(|p| (!p.leave_alone && p.home_valid).then(|| p.home.clone()))
             .collect();
-        let pending: Vec<bool> = procs
-            .iter()
-            .zip(&homes)
-            .map(|(p, h)| h.is_none() && !p.leave_alone && self.significant(p))
-            .collect();
-        let model = Model::new(snap.topo, &m, &procs, &homes, &pending);
+        let model = Model::new(snap.topo, &m, &procs, &homes);
         let mut d = Decision {
             snap,
             m,

@@ -7,11 +7,11 @@
 //! already on its way home, so two homes are not promised the same bytes.
 //!
 //! First homes are kept even (step 2) by each node's *settled* load: the demand homed there,
-//! plus the work of the listed processes homenode will not place (left alone, or too small)
-//! where they ran. Not in it: the significant processes without a home yet (homenode is
-//! about to place them, so where they run now says nothing of where they will be), and busy
-//! time no listed process accounts for (kernel threads, short-lived tasks, and under
-//! emulation idle virtual CPUs that look busy).
+//! plus the work of the processes left alone (excluded, pinned by someone else: they stay
+//! where they run) where they ran. Not in it: the processes without a home yet (homenode is
+//! about to place them, so where they run now says nothing of where they will be), small
+//! processes (they come and go: numa_test's hackbench burst), and busy time no listed process
+//! accounts for (kernel threads, and under emulation idle virtual CPUs that look busy).
 
 use topo::{NodeId, Topology};
 
@@ -23,8 +23,8 @@ pub(super) struct Model {
     pub(super) cpus: Vec<f64>,
     /// Load in CPUs.
     pub(super) load: Vec<f64>,
-    /// Settled load: homed demand (split over a home set) plus the listed processes homenode
-    /// does not place, where they ran.
+    /// Settled load: homed demand (split over a home set) plus the processes left alone, where
+    /// they ran.
     pub(super) settled: Vec<f64>,
     /// Free bytes minus memory already on its way there.
     pub(super) free: Vec<i64>,
@@ -42,14 +42,12 @@ fn dest_for(topo: &Topology, home: &[NodeId], from: NodeId) -> NodeId {
 }
 
 impl Model {
-    /// The machine with every process accounted at its valid home, or where it ran;
-    /// `pending[i]` says process `i` is significant and has no home yet (it is not settled).
+    /// The machine with every process accounted at its valid home, or where it ran.
     pub(super) fn new(
         topo: &Topology,
         m: &Machine,
         procs: &[Proc],
         homes: &[Option<Vec<NodeId>>],
-        pending: &[bool],
     ) -> Self {
         let cpus: Vec<f64> = m.cpus.iter().map(|&c| c as f64).collect();
         let mut load: Vec<f64> = (0..m.n).map(|n| (cpus[n] - m.idle[n]).max(0.0)).collect();
@@ -73,8 +71,8 @@ impl Model {
             settled: vec![0.0; m.n],
             free: m.free.iter().map(|&f| f as i64).collect(),
         };
-        for ((p, h), &pend) in procs.iter().zip(homes).zip(pending) {
-            if h.is_none() && !pend {
+        for (p, h) in procs.iter().zip(homes) {
+            if h.is_none() && p.leave_alone {
                 for (n, x) in model.settled.iter_mut().enumerate() {
                     *x += p.runnable() * p.share[n];
                 }

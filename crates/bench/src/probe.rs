@@ -294,9 +294,10 @@ struct CoRunLoad {
 }
 
 impl CoRunLoad {
-    /// `cfg.mib` shared out over `threads` buffers (at least 1 MiB each, so that together
-    /// they stay many times the LLC as the one-core buffer is), each streamed often enough to
-    /// read about `cfg.mib` per round: the same work per thread whatever the CPU count.
+    /// `cfg.mib` shared out over `threads` buffers (at least 1 MiB each): together they are
+    /// about the one-core buffer's size, so as many times the LLC. Each is streamed often
+    /// enough to read about `cfg.mib` per round: the same work per thread whatever the CPU
+    /// count.
     fn new(cfg: &ProbeConfig, threads: usize) -> (CoRunLoad, usize) {
         let mib = cfg.mib.div_ceil(threads.max(1)).max(1);
         let load = CoRunLoad {
@@ -400,12 +401,18 @@ fn co_run_figures(laps: &[Vec<Lap>]) -> (f64, f64) {
     (gbps, ns)
 }
 
-/// The node whose CPUs are `cpus` (kernel numbers, at least one): one thread on its first
-/// CPU, then one on each of its CPUs together.
+/// The node whose CPUs are `cpus` (kernel numbers): one thread on its first CPU, then one on
+/// each of its CPUs together.
 fn co_run_node(node: usize, cpus: &CpuSet, cfg: &ProbeConfig) -> Result<NodeCoRun, BenchError> {
     let all: Vec<usize> = cpus.iter().collect();
+    let Some(first) = all.first() else {
+        return Err(BenchError::Config(format!(
+            "probe: node {node} has no CPU to run on"
+        )));
+    };
     let (load, buffer_mib) = CoRunLoad::new(cfg, all.len());
-    let (alone_read_gbps, alone_gather_ns) = co_run_figures(&co_run_threads(&all[..1], load)?);
+    let alone = co_run_threads(std::slice::from_ref(first), load)?;
+    let (alone_read_gbps, alone_gather_ns) = co_run_figures(&alone);
     let (aggregate_read_gbps, gather_ns) = co_run_figures(&co_run_threads(&all, load)?);
     Ok(NodeCoRun {
         node,

@@ -114,6 +114,9 @@ pub struct NodeCoRun {
     /// `gather_ns / alone_gather_ns`: how much slower each thread's updates run beside the
     /// others (1 = not at all).
     pub slowdown: f64,
+    /// [`on_cpu_share`] of the threads together, and of the one alone.
+    pub on_cpu_share: Option<f64>,
+    pub alone_on_cpu_share: Option<f64>,
 }
 
 /// Bytes over the span from the earliest start to the latest end, GB/s: what `laps` (one
@@ -150,6 +153,33 @@ pub struct Lap {
     pub end_s: f64,
     pub bytes: u64,
     pub gather_ns: f64,
+    /// Wall seconds of the lap's stream and updates, and the CPU seconds the thread got in
+    /// them (`None`: `getrusage` failed).
+    pub timed_s: f64,
+    pub cpu_s: Option<f64>,
+}
+
+/// The CPU time of the calling thread, seconds (user + system, `getrusage(RUSAGE_THREAD)`).
+fn thread_cpu_s() -> Option<f64> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let u = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
+    let s = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    Some(s(u.user_time()) + s(u.system_time()))
+}
+
+/// The smallest share, over threads, of their timed wall time that they spent on a CPU:
+/// below 1, something else ran on their CPUs (another process; on a guest that accounts
+/// steal time, the host's work too), and the figures show that besides the memory. `None` without CPU times.
+pub fn on_cpu_share(laps: &[Vec<Lap>]) -> Option<f64> {
+    let shares = laps.iter().map(|t| {
+        let cpu: Option<f64> = t.iter().map(|l| l.cpu_s).sum();
+        let wall: f64 = t.iter().map(|l| l.timed_s).sum();
+        cpu.filter(|_| wall > 0.0).map(|c| (c / wall).min(1.0))
+    });
+    shares
+        .collect::<Option<Vec<f64>>>()?
+        .into_iter()
+        .reduce(f64::min)
 }
 
 /// Cache-line slot size; the chase touches one word per slot.
@@ -329,7 +359,9 @@ fn co_run_thread(
         Ok(()) => {
             let buf = vec![1usize; load.words]; // written here: first touch on this node
             let idx = gather_indices(&buf, load.updates, load.seed ^ i as u64);
+            let mut buf = buf;
             stream(&buf); // warm the TLB
+            gather(&mut buf, &idx[..idx.len() / 4]); // and the updates' first misses
             state = Some((buf, idx));
         }
         Err(_) => failed.store(true, Ordering::SeqCst),
@@ -342,18 +374,25 @@ fn co_run_thread(
     let mut laps = Vec::with_capacity(load.rounds);
     for _ in 0..load.rounds {
         barrier.wait();
+        let cpu0 = thread_cpu_s();
         let start_s = origin.elapsed().as_secs_f64();
         for _ in 0..load.passes {
             stream(&buf);
         }
         let end_s = origin.elapsed().as_secs_f64();
+        let cpu1 = thread_cpu_s();
         barrier.wait();
+        let cpu2 = thread_cpu_s();
         let gather_ns = gather(&mut buf, &idx);
+        let cpu3 = thread_cpu_s();
+        let cpu_s = (|| Some(cpu1? - cpu0? + cpu3? - cpu2?))();
         laps.push(Lap {
             start_s,
             end_s,
             bytes,
             gather_ns,
+            timed_s: end_s - start_s + gather_ns * idx.len() as f64 * 1e-9,
+            cpu_s,
         });
     }
     Ok(laps)
@@ -413,7 +452,8 @@ fn co_run_node(node: usize, cpus: &CpuSet, cfg: &ProbeConfig) -> Result<NodeCoRu
     let (load, buffer_mib) = CoRunLoad::new(cfg, all.len());
     let alone = co_run_threads(std::slice::from_ref(first), load)?;
     let (alone_read_gbps, alone_gather_ns) = co_run_figures(&alone);
-    let (aggregate_read_gbps, gather_ns) = co_run_figures(&co_run_threads(&all, load)?);
+    let together = co_run_threads(&all, load)?;
+    let (aggregate_read_gbps, gather_ns) = co_run_figures(&together);
     Ok(NodeCoRun {
         node,
         threads: all.len(),
@@ -424,6 +464,8 @@ fn co_run_node(node: usize, cpus: &CpuSet, cfg: &ProbeConfig) -> Result<NodeCoRu
         alone_gather_ns,
         gather_ns,
         slowdown: slowdown(gather_ns, alone_gather_ns),
+        on_cpu_share: on_cpu_share(&together),
+        alone_on_cpu_share: on_cpu_share(&alone),
     })
 }
 
@@ -608,19 +650,33 @@ impl ProbeResult {
         let _ = writeln!(
             s,
             "node  threads  read alone (GB/s)  read together (GB/s)  update alone (ns)  \
-             update together (ns)  slowdown"
+             update together (ns)  slowdown  on CPU alone / together"
         );
+        let pct = |x: Option<f64>| x.map_or("?".to_string(), |x| format!("{:.0}%", 100.0 * x));
         for c in &self.co_run {
             let _ = writeln!(
                 s,
-                "{:>4}  {:>7}  {:>17.2}  {:>20.2}  {:>17.2}  {:>20.2}  {:>8.2}",
+                "{:>4}  {:>7}  {:>17.2}  {:>20.2}  {:>17.2}  {:>20.2}  {:>8.2}  {:>23}",
                 c.node,
                 c.threads,
                 c.alone_read_gbps,
                 c.aggregate_read_gbps,
                 c.alone_gather_ns,
                 c.gather_ns,
-                c.slowdown
+                c.slowdown,
+                format!("{} / {}", pct(c.alone_on_cpu_share), pct(c.on_cpu_share)),
+            );
+        }
+        let busy = self
+            .co_run
+            .iter()
+            .flat_map(|c| [c.on_cpu_share, c.alone_on_cpu_share])
+            .any(|x| x.is_some_and(|x| x < 0.9));
+        if busy {
+            let _ = writeln!(
+                s,
+                "(a thread was off its CPU for more than a tenth of its timed runs: other work \
+                 shared the CPUs, and the co-run figures show that as well as the memory)"
             );
         }
         if let Some(b) = self.node_bandwidth_gbps() {
@@ -775,7 +831,28 @@ mod tests {
             end_s,
             bytes,
             gather_ns: 10.0,
+            timed_s: end_s - start_s,
+            cpu_s: Some(end_s - start_s),
         }
+    }
+
+    #[test]
+    fn the_on_cpu_share_is_the_least_of_the_threads() {
+        let on = |cpu: Option<f64>| Lap {
+            cpu_s: cpu,
+            timed_s: 0.1,
+            ..lap(0.0, 0.1, 1)
+        };
+        // One thread on its CPU all the time, one for 0.15 of its 0.2 s: 75%.
+        let laps = vec![
+            vec![on(Some(0.1)), on(Some(0.1))],
+            vec![on(Some(0.1)), on(Some(0.05))],
+        ];
+        assert!((on_cpu_share(&laps).unwrap() - 0.75).abs() < 1e-9);
+        // getrusage's microseconds may round past the wall clock: at most 1.
+        assert_eq!(on_cpu_share(&[vec![on(Some(0.1001))]]), Some(1.0));
+        assert_eq!(on_cpu_share(&[vec![on(None)]]), None);
+        assert_eq!(on_cpu_share(&[]), None);
     }
 
     #[test]
@@ -795,10 +872,8 @@ mod tests {
         let t = |ns: [f64; 3], s: [f64; 3]| -> Vec<Lap> {
             (0..3)
                 .map(|r| Lap {
-                    start_s: r as f64,
-                    end_s: r as f64 + s[r],
-                    bytes: 1_000_000_000,
                     gather_ns: ns[r],
+                    ..lap(r as f64, r as f64 + s[r], 1_000_000_000)
                 })
                 .collect()
         };
@@ -848,6 +923,8 @@ mod tests {
             alone_gather_ns: 10.0,
             gather_ns: 10.0 * slow,
             slowdown: slow,
+            on_cpu_share: Some(0.98),
+            alone_on_cpu_share: None,
         };
         let r = ProbeResult {
             buffer_mib: 1,
@@ -876,6 +953,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\n   0        2      "), "{text}");
+        assert!(text.contains("? / 98%"), "{text}");
+        assert!(!text.contains("off its CPU"), "{text}");
+        let busy = ProbeResult {
+            co_run: vec![NodeCoRun {
+                on_cpu_share: Some(0.5),
+                ..node(0, 15.0, 2.0)
+            }],
+            ..r.clone()
+        };
+        assert!(busy.to_text().contains("off its CPU"));
         // Several nodes: the median node (of 3, the middle one).
         let three = ProbeResult {
             co_run: vec![node(0, 15.0, 1.0), node(1, 30.0, 2.0), node(2, 20.0, 4.0)],

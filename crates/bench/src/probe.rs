@@ -12,6 +12,15 @@
 //! With more than one node, the buffer is first touched by a thread bound to each node in
 //! turn and chased from a thread bound to every node: a latency matrix, whose ratio to the
 //! diagonal is what the SLIT claims. Each figure is the median of `rounds` timed runs.
+//!
+//! - **All of a node's CPUs together** ([`NodeCoRun`]): one core's rate says nothing of what
+//!   two cores sharing a core's pipelines (SMT) or one memory path get, and the cost model can
+//!   only charge co-runners for a node's bandwidth if it knows it (`bandwidth_gbps`). So the
+//!   same stream and random-update loops run on one thread per CPU of the node at once, each
+//!   thread bound to its CPU, on its own buffer first-touched there, released together by a
+//!   barrier: the bytes all threads read over the time from the first start to the last end
+//!   is the node's aggregate read rate, and each thread's time per update against the same
+//!   loop on one thread alone is the co-run slowdown.
 
 use crate::BenchError;
 use rand::SeedableRng;
@@ -20,6 +29,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use topo::CpuSet;
 
@@ -76,6 +87,99 @@ pub struct ProbeResult {
     pub llc_gather_ns: f64,
     /// (buffer KiB, ns per dependent load) from 256 KiB to twice the LLC.
     pub cache_curve: Vec<(usize, f64)>,
+    /// What all of each node's CPUs get together, one entry per node with CPUs.
+    pub co_run: Vec<NodeCoRun>,
+}
+
+/// One node's CPUs running the stream and random-update loops at once, one thread per CPU,
+/// against the same loops on one thread alone (on the node's first CPU).
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeCoRun {
+    pub node: usize,
+    /// Threads that ran together: the node's CPUs (those the probe's affinity allows).
+    pub threads: usize,
+    /// Buffer of each thread, MiB (the probe's `--mib` shared out, at least 1).
+    pub buffer_mib: usize,
+    /// Passes over its buffer each thread streams per round (so each reads about `--mib`).
+    pub passes: usize,
+    /// One thread alone: streaming read rate, GB/s.
+    pub alone_read_gbps: f64,
+    /// All threads together: bytes read by all / time from the first start to the last end,
+    /// GB/s (the node's aggregate read rate, the cost model's `bandwidth_gbps`).
+    pub aggregate_read_gbps: f64,
+    /// One thread alone: ns per independent random update.
+    pub alone_gather_ns: f64,
+    /// All threads together: ns per update of each thread (median over threads and rounds).
+    pub gather_ns: f64,
+    /// `gather_ns / alone_gather_ns`: how much slower each thread's updates run beside the
+    /// others (1 = not at all).
+    pub slowdown: f64,
+    /// [`on_cpu_share`] of the threads together, and of the one alone.
+    pub on_cpu_share: Option<f64>,
+    pub alone_on_cpu_share: Option<f64>,
+}
+
+/// Bytes over the span from the earliest start to the latest end, GB/s: what `laps` (one
+/// per thread, run at the same time) read together. 0 when the span is empty.
+pub fn aggregate_gbps(laps: &[Lap]) -> f64 {
+    let start = laps.iter().map(|l| l.start_s).fold(f64::INFINITY, f64::min);
+    let end = laps
+        .iter()
+        .map(|l| l.end_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let bytes: f64 = laps.iter().map(|l| l.bytes as f64).sum();
+    if end > start {
+        bytes / (end - start) / 1e9
+    } else {
+        0.0
+    }
+}
+
+/// `together / alone`, the co-run slowdown of a time per operation; 0 when `alone` is not
+/// positive (nothing to compare with).
+pub fn slowdown(together_ns: f64, alone_ns: f64) -> f64 {
+    if alone_ns > 0.0 {
+        together_ns / alone_ns
+    } else {
+        0.0
+    }
+}
+
+/// One thread's stream in one co-run round: when it ran (seconds since a common origin) and
+/// how much it read; and its time per random update in the same round.
+#[derive(Clone, Copy, Debug)]
+pub struct Lap {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    pub gather_ns: f64,
+    /// Wall seconds of the lap's stream and updates, and the CPU seconds the thread got in
+    /// them (`None`: `getrusage` failed).
+    pub timed_s: f64,
+    pub cpu_s: Option<f64>,
+}
+
+/// The CPU time of the calling thread, seconds (user + system, `getrusage(RUSAGE_THREAD)`).
+fn thread_cpu_s() -> Option<f64> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let u = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
+    let s = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    Some(s(u.user_time()) + s(u.system_time()))
+}
+
+/// The smallest share, over threads, of their timed wall time that they spent on a CPU:
+/// below 1, something else ran on their CPUs (another process; on a guest that accounts
+/// steal time, the host's work too), and the figures show that besides the memory. `None` without CPU times.
+pub fn on_cpu_share(laps: &[Vec<Lap>]) -> Option<f64> {
+    let shares = laps.iter().map(|t| {
+        let cpu: Option<f64> = t.iter().map(|l| l.cpu_s).sum();
+        let wall: f64 = t.iter().map(|l| l.timed_s).sum();
+        cpu.filter(|_| wall > 0.0).map(|c| (c / wall).min(1.0))
+    });
+    shares
+        .collect::<Option<Vec<f64>>>()?
+        .into_iter()
+        .reduce(f64::min)
 }
 
 /// Cache-line slot size; the chase touches one word per slot.
@@ -209,6 +313,177 @@ pub fn effective_llc_kib(curve: &[(usize, f64)], memory_ns: f64) -> Option<usize
         .max()
 }
 
+/// What the co-run threads run: buffer size, stream passes per round, updates, rounds.
+#[derive(Clone, Copy, Debug)]
+struct CoRunLoad {
+    words: usize,
+    passes: usize,
+    updates: u64,
+    rounds: usize,
+    seed: u64,
+}
+
+impl CoRunLoad {
+    /// `cfg.mib` shared out over `threads` buffers (at least 1 MiB each): together they are
+    /// about the one-core buffer's size, so as many times the LLC. Each is streamed often
+    /// enough to read about `cfg.mib` per round: the same work per thread whatever the CPU
+    /// count.
+    fn new(cfg: &ProbeConfig, threads: usize) -> (CoRunLoad, usize) {
+        let mib = cfg.mib.div_ceil(threads.max(1)).max(1);
+        let load = CoRunLoad {
+            words: (mib << 20) / std::mem::size_of::<usize>(),
+            passes: cfg.mib.div_ceil(mib).max(1),
+            updates: cfg.loads,
+            rounds: cfg.rounds,
+            seed: cfg.seed,
+        };
+        (load, mib)
+    }
+}
+
+/// One co-run thread: bound to `cpu`, its own buffer first-touched there, then `rounds`
+/// rounds of a stream and a random-update run, each phase started with the others'. A thread
+/// that cannot bind still meets every barrier (the others would wait forever) and returns its
+/// error after the first, where all threads learn of it and stop.
+fn co_run_thread(
+    cpu: usize,
+    i: usize,
+    load: CoRunLoad,
+    barrier: &Barrier,
+    failed: &AtomicBool,
+    origin: Instant,
+) -> Result<Vec<Lap>, BenchError> {
+    let bound = bind(&CpuSet::single(cpu));
+    let mut state = None;
+    match &bound {
+        Ok(()) => {
+            let buf = vec![1usize; load.words]; // written here: first touch on this node
+            let idx = gather_indices(&buf, load.updates, load.seed ^ i as u64);
+            let mut buf = buf;
+            stream(&buf); // warm the TLB
+            gather(&mut buf, &idx[..idx.len() / 4]); // and the updates' first misses
+            state = Some((buf, idx));
+        }
+        Err(_) => failed.store(true, Ordering::SeqCst),
+    }
+    barrier.wait();
+    let (Some((mut buf, idx)), false) = (state, failed.load(Ordering::SeqCst)) else {
+        return bound.map(|_| Vec::new());
+    };
+    let bytes = (std::mem::size_of_val(buf.as_slice()) * load.passes) as u64;
+    let mut laps = Vec::with_capacity(load.rounds);
+    for _ in 0..load.rounds {
+        barrier.wait();
+        let cpu0 = thread_cpu_s();
+        let start_s = origin.elapsed().as_secs_f64();
+        for _ in 0..load.passes {
+            stream(&buf);
+        }
+        let end_s = origin.elapsed().as_secs_f64();
+        let cpu1 = thread_cpu_s();
+        barrier.wait();
+        let cpu2 = thread_cpu_s();
+        let gather_ns = gather(&mut buf, &idx);
+        let cpu3 = thread_cpu_s();
+        let cpu_s = (|| Some(cpu1? - cpu0? + cpu3? - cpu2?))();
+        laps.push(Lap {
+            start_s,
+            end_s,
+            bytes,
+            gather_ns,
+            timed_s: end_s - start_s + gather_ns * idx.len() as f64 * 1e-9,
+            cpu_s,
+        });
+    }
+    Ok(laps)
+}
+
+/// [`co_run_thread`] on every CPU of `cpus` at once: its laps, `[thread][round]`.
+fn co_run_threads(cpus: &[usize], load: CoRunLoad) -> Result<Vec<Vec<Lap>>, BenchError> {
+    let barrier = Barrier::new(cpus.len());
+    let failed = AtomicBool::new(false);
+    let origin = Instant::now();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let (barrier, failed) = (&barrier, &failed);
+                s.spawn(move || co_run_thread(cpu, i, load, barrier, failed, origin))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(cpus)
+            .map(|(h, cpu)| {
+                h.join().map_err(|_| {
+                    BenchError::Config(format!("probe: the thread on CPU {cpu} panicked"))
+                })?
+            })
+            .collect()
+    })
+}
+
+/// The median aggregate read rate over rounds and the median time per update over threads
+/// and rounds of `laps` (`[thread][round]`).
+fn co_run_figures(laps: &[Vec<Lap>]) -> (f64, f64) {
+    let rounds = laps.iter().map(Vec::len).min().unwrap_or(0);
+    if rounds == 0 {
+        return (0.0, 0.0);
+    }
+    let per_round = (0..rounds).map(|r| {
+        let together: Vec<Lap> = laps.iter().map(|t| t[r]).collect();
+        aggregate_gbps(&together)
+    });
+    let gbps = median(per_round.collect());
+    let ns = median(laps.iter().flatten().map(|l| l.gather_ns).collect());
+    (gbps, ns)
+}
+
+/// The node whose CPUs are `cpus` (kernel numbers): one thread on its first CPU, then one on
+/// each of its CPUs together.
+fn co_run_node(node: usize, cpus: &CpuSet, cfg: &ProbeConfig) -> Result<NodeCoRun, BenchError> {
+    let all: Vec<usize> = cpus.iter().collect();
+    let Some(first) = all.first() else {
+        return Err(BenchError::Config(format!(
+            "probe: node {node} has no CPU to run on"
+        )));
+    };
+    let (load, buffer_mib) = CoRunLoad::new(cfg, all.len());
+    let alone = co_run_threads(std::slice::from_ref(first), load)?;
+    let (alone_read_gbps, alone_gather_ns) = co_run_figures(&alone);
+    let together = co_run_threads(&all, load)?;
+    let (aggregate_read_gbps, gather_ns) = co_run_figures(&together);
+    Ok(NodeCoRun {
+        node,
+        threads: all.len(),
+        buffer_mib,
+        passes: load.passes,
+        alone_read_gbps,
+        aggregate_read_gbps,
+        alone_gather_ns,
+        gather_ns,
+        slowdown: slowdown(gather_ns, alone_gather_ns),
+        on_cpu_share: on_cpu_share(&together),
+        alone_on_cpu_share: on_cpu_share(&alone),
+    })
+}
+
+/// The CPUs the calling thread may run on (its affinity, which a cpuset or `taskset` may
+/// narrow below the online CPUs).
+fn allowed_cpus() -> Result<CpuSet, BenchError> {
+    let tid = linux::affinity::current_tid();
+    match linux::affinity::get_affinity(tid) {
+        Ok(linux::Live::Alive(set)) => Ok(set),
+        Ok(linux::Live::Gone) => Err(BenchError::Config(
+            "probe: cannot read its own CPU affinity: thread gone".into(),
+        )),
+        Err(e) => Err(BenchError::Config(format!(
+            "probe: cannot read its own CPU affinity: {e}"
+        ))),
+    }
+}
+
 /// Run the probe on the host whose `/sys` is under `root`.
 pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
     if cfg.mib == 0 || cfg.loads == 0 || cfg.rounds == 0 {
@@ -224,6 +499,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         .map(|n| n.cpus.iter().map(|c| host.os_cpu[c]).collect())
         .collect();
     let all: CpuSet = nodes.iter().fold(CpuSet::new(), |a, n| a.union(n));
+    let allowed = allowed_cpus()?;
     let mut cells = Vec::new();
     for (mem_node, mem_cpus) in nodes.iter().enumerate() {
         if mem_cpus.is_empty() {
@@ -256,6 +532,14 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
     let cache_curve = cache_curve(&nodes, llc_kib, cfg)?;
     let llc_chase_kib = (llc_kib / 4).max(64);
     let (llc_latency_ns, llc_gather_ns) = llc_latency(&nodes, llc_chase_kib, cfg)?;
+    // One thread per CPU the probe may use: a CPU outside its affinity cannot be bound alone.
+    let co_run = nodes
+        .iter()
+        .map(|cpus| cpus.intersection(&allowed))
+        .enumerate()
+        .filter(|(_, cpus)| !cpus.is_empty())
+        .map(|(node, cpus)| co_run_node(node, &cpus, cfg))
+        .collect::<Result<Vec<_>, _>>()?;
     bind(&all)?;
     Ok(ProbeResult {
         buffer_mib: cfg.mib,
@@ -266,6 +550,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         llc_latency_ns,
         llc_gather_ns,
         cache_curve,
+        co_run,
     })
 }
 
@@ -327,22 +612,105 @@ impl ProbeResult {
                 "last-level cache this core holds: about {kib} KiB (--machine-set llc_kib={kib})"
             );
         }
+        self.co_run_text(&mut s);
         if let (Some(local), Some(stream), Some(mlp), Some(llc)) = (
             self.local_latency_ns(),
             self.stream_mlp(),
             self.random_mlp(),
             self.model_llc_latency_ns(),
         ) {
+            let bandwidth = self
+                .node_bandwidth_gbps()
+                .map(|b| format!(" --machine-set bandwidth_gbps={b:.1}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
                 "[cpu] mlp = {mlp:.1}, stream_mlp = {stream:.0} (latency x rate / line), \
                  llc_latency_ns = {llc:.0} (ns per independent LLC hit x mlp).\n\
                  For `homenode sim --machine host`: --machine-set local_latency_ns={local:.0} \
                  --machine-set mlp={mlp:.1} --machine-set stream_mlp={stream:.0} \
-                 --machine-set llc_latency_ns={llc:.0}"
+                 --machine-set llc_latency_ns={llc:.0}{bandwidth}"
             );
         }
         s
+    }
+
+    /// The co-run table: per node, one thread alone against all CPUs together.
+    fn co_run_text(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        let Some(first) = self.co_run.first() else {
+            return;
+        };
+        let _ = writeln!(
+            s,
+            "all CPUs of a node together (one thread per CPU, {} MiB each, started together), \
+             against one thread alone:",
+            first.buffer_mib
+        );
+        let _ = writeln!(
+            s,
+            "node  threads  read alone (GB/s)  read together (GB/s)  update alone (ns)  \
+             update together (ns)  slowdown  on CPU alone / together"
+        );
+        let pct = |x: Option<f64>| x.map_or("?".to_string(), |x| format!("{:.0}%", 100.0 * x));
+        for c in &self.co_run {
+            let _ = writeln!(
+                s,
+                "{:>4}  {:>7}  {:>17.2}  {:>20.2}  {:>17.2}  {:>20.2}  {:>8.2}  {:>23}",
+                c.node,
+                c.threads,
+                c.alone_read_gbps,
+                c.aggregate_read_gbps,
+                c.alone_gather_ns,
+                c.gather_ns,
+                c.slowdown,
+                format!("{} / {}", pct(c.alone_on_cpu_share), pct(c.on_cpu_share)),
+            );
+        }
+        let busy = self
+            .co_run
+            .iter()
+            .flat_map(|c| [c.on_cpu_share, c.alone_on_cpu_share])
+            .any(|x| x.is_some_and(|x| x < 0.9));
+        if busy {
+            let _ = writeln!(
+                s,
+                "(a thread was off its CPU for more than a tenth of its timed runs: other work \
+                 shared the CPUs, and the co-run figures show that as well as the memory)"
+            );
+        }
+        if let Some(b) = self.node_bandwidth_gbps() {
+            let _ = writeln!(
+                s,
+                "[memory] bandwidth_gbps = {b:.1} (all of a node's CPUs reading together; \
+                 each thread's random updates run at {:.2} of one thread's rate alone)",
+                self.co_run_relative_rate().unwrap_or(0.0)
+            );
+        }
+    }
+
+    /// Median over nodes of the aggregate read rate of all a node's CPUs together, GB/s (the
+    /// cost model's `bandwidth_gbps`).
+    pub fn node_bandwidth_gbps(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .co_run
+            .iter()
+            .map(|c| c.aggregate_read_gbps)
+            .filter(|&b| b > 0.0)
+            .collect();
+        (!v.is_empty()).then(|| median(v))
+    }
+
+    /// Median over nodes of each thread's random-update rate beside the node's other CPUs'
+    /// threads, as a fraction of one thread's alone: 1 / [`NodeCoRun::slowdown`].
+    pub fn co_run_relative_rate(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .co_run
+            .iter()
+            .filter(|c| c.slowdown > 0.0)
+            .map(|c| 1.0 / c.slowdown)
+            .collect();
+        (!v.is_empty()).then(|| median(v))
     }
 
     fn local(&self) -> impl Iterator<Item = &ProbeCell> {
@@ -437,6 +805,7 @@ mod tests {
             llc_latency_ns: 20.0,
             llc_gather_ns: 4.0,
             cache_curve: vec![(256, 10.0), (512, 20.0), (1024, 60.0), (2048, 100.0)],
+            co_run: vec![],
         };
         // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
         assert!((r.stream_mlp().unwrap() - 51.2).abs() < 1e-9);
@@ -454,6 +823,160 @@ mod tests {
         assert!(text.contains("--machine-set llc_kib=1024"), "{text}");
         let none = ProbeResult { cells: vec![], ..r };
         assert_eq!(none.stream_mlp(), None);
+    }
+
+    fn lap(start_s: f64, end_s: f64, bytes: u64) -> Lap {
+        Lap {
+            start_s,
+            end_s,
+            bytes,
+            gather_ns: 10.0,
+            timed_s: end_s - start_s,
+            cpu_s: Some(end_s - start_s),
+        }
+    }
+
+    #[test]
+    fn the_on_cpu_share_is_the_least_of_the_threads() {
+        let on = |cpu: Option<f64>| Lap {
+            cpu_s: cpu,
+            timed_s: 0.1,
+            ..lap(0.0, 0.1, 1)
+        };
+        // One thread on its CPU all the time, one for 0.15 of its 0.2 s: 75%.
+        let laps = vec![
+            vec![on(Some(0.1)), on(Some(0.1))],
+            vec![on(Some(0.1)), on(Some(0.05))],
+        ];
+        assert!((on_cpu_share(&laps).unwrap() - 0.75).abs() < 1e-9);
+        // getrusage's microseconds may round past the wall clock: at most 1.
+        assert_eq!(on_cpu_share(&[vec![on(Some(0.1001))]]), Some(1.0));
+        assert_eq!(on_cpu_share(&[vec![on(None)]]), None);
+        assert_eq!(on_cpu_share(&[]), None);
+    }
+
+    #[test]
+    fn the_aggregate_rate_is_all_bytes_over_the_whole_span() {
+        // One thread alone: 2 GB in 0.1 s.
+        assert!((aggregate_gbps(&[lap(1.0, 1.1, 2_000_000_000)]) - 20.0).abs() < 1e-9);
+        // Two threads, started 10 ms apart, the last ending 0.2 s after the first began:
+        // 4 GB over 0.2 s, not the sum of their own rates (20 + 2 / 0.15 GB/s).
+        let two = [lap(0.0, 0.2, 2_000_000_000), lap(0.01, 0.16, 2_000_000_000)];
+        assert!((aggregate_gbps(&two) - 20.0).abs() < 1e-9);
+        assert_eq!(aggregate_gbps(&[]), 0.0);
+        assert_eq!(aggregate_gbps(&[lap(1.0, 1.0, 64)]), 0.0);
+    }
+
+    #[test]
+    fn co_run_figures_are_medians_over_rounds_and_threads() {
+        let t = |ns: [f64; 3], s: [f64; 3]| -> Vec<Lap> {
+            (0..3)
+                .map(|r| Lap {
+                    gather_ns: ns[r],
+                    ..lap(r as f64, r as f64 + s[r], 1_000_000_000)
+                })
+                .collect()
+        };
+        // Rounds of 2 GB in 0.1, 0.2 and 0.4 s: 20, 10, 5 GB/s, median 10.
+        let laps = [
+            t([10.0, 11.0, 30.0], [0.1, 0.2, 0.4]),
+            t([12.0, 13.0, 14.0], [0.05, 0.1, 0.1]),
+        ];
+        let (gbps, ns) = co_run_figures(&laps);
+        assert!((gbps - 10.0).abs() < 1e-9, "{gbps}");
+        // 10, 11, 12, 13, 14, 30: the upper median.
+        assert_eq!(ns, 13.0);
+        assert_eq!(co_run_figures(&[]), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_slowdown_is_together_over_alone() {
+        assert_eq!(slowdown(15.0, 10.0), 1.5);
+        assert_eq!(slowdown(10.0, 10.0), 1.0);
+        assert_eq!(slowdown(10.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn co_run_shares_the_buffer_and_keeps_the_work_per_thread() {
+        let cfg = ProbeConfig::default();
+        let (one, mib) = CoRunLoad::new(&cfg, 1);
+        assert_eq!((mib, one.passes), (256, 1));
+        let (two, mib) = CoRunLoad::new(&cfg, 2);
+        assert_eq!((mib, two.passes), (128, 2));
+        assert_eq!(two.words * 8, 128 << 20);
+        // 72 CPUs: 4 MiB each (256 / 72 rounded up), 64 passes, 256 MiB read per round.
+        let (many, mib) = CoRunLoad::new(&cfg, 72);
+        assert_eq!((mib, many.passes), (4, 64));
+        let tiny = ProbeConfig { mib: 1, ..cfg };
+        assert_eq!(CoRunLoad::new(&tiny, 4).1, 1);
+    }
+
+    #[test]
+    fn the_co_run_prints_its_table_and_the_bandwidth_flag() {
+        let node = |node, agg, slow| NodeCoRun {
+            node,
+            threads: 2,
+            buffer_mib: 128,
+            passes: 2,
+            alone_read_gbps: 12.0,
+            aggregate_read_gbps: agg,
+            alone_gather_ns: 10.0,
+            gather_ns: 10.0 * slow,
+            slowdown: slow,
+            on_cpu_share: Some(0.98),
+            alone_on_cpu_share: None,
+        };
+        let r = ProbeResult {
+            buffer_mib: 1,
+            loads: 1,
+            rounds: 1,
+            cells: vec![ProbeCell {
+                cpu_node: 0,
+                mem_node: 0,
+                latency_ns: 128.0,
+                read_gbps: 12.0,
+                gather_ns: 16.0,
+            }],
+            llc_chase_kib: 8192,
+            llc_latency_ns: 20.0,
+            llc_gather_ns: 4.0,
+            cache_curve: vec![],
+            co_run: vec![node(0, 15.04, 1.25)],
+        };
+        assert_eq!(r.node_bandwidth_gbps(), Some(15.04));
+        assert_eq!(r.co_run_relative_rate(), Some(0.8));
+        let text = r.to_text();
+        assert!(text.contains("--machine-set bandwidth_gbps=15.0"), "{text}");
+        assert!(text.contains("bandwidth_gbps = 15.0"), "{text}");
+        assert!(
+            text.contains("at 0.80 of one thread's rate alone"),
+            "{text}"
+        );
+        assert!(text.contains("\n   0        2      "), "{text}");
+        assert!(text.contains("? / 98%"), "{text}");
+        assert!(!text.contains("off its CPU"), "{text}");
+        let busy = ProbeResult {
+            co_run: vec![NodeCoRun {
+                on_cpu_share: Some(0.5),
+                ..node(0, 15.0, 2.0)
+            }],
+            ..r.clone()
+        };
+        assert!(busy.to_text().contains("off its CPU"));
+        // Several nodes: the median node (of 3, the middle one).
+        let three = ProbeResult {
+            co_run: vec![node(0, 15.0, 1.0), node(1, 30.0, 2.0), node(2, 20.0, 4.0)],
+            ..r.clone()
+        };
+        assert_eq!(three.node_bandwidth_gbps(), Some(20.0));
+        assert_eq!(three.co_run_relative_rate(), Some(0.5));
+        // No co-run (no node with CPUs): no table, no flag.
+        let none = ProbeResult {
+            co_run: vec![],
+            ..r
+        };
+        assert!(!none.to_text().contains("bandwidth_gbps"));
+        assert_eq!(none.node_bandwidth_gbps(), None);
     }
 
     #[test]

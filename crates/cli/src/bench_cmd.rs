@@ -34,7 +34,8 @@ enum BenchCmd {
     /// alternately; prints the median ratios (on / off) of their user time and elapsed time.
     Overhead(OverheadArgs),
     /// Memory latency (a pointer chase through a buffer far larger than the caches) and one
-    /// core's streaming read rate, from every node to every node: the cost model's facts.
+    /// core's streaming read rate, from every node to every node, and what all of a node's
+    /// CPUs read together: the cost model's facts.
     Probe(ProbeArgs),
     /// One worker (started by numa-test).
     #[command(hide = true)]

@@ -31,7 +31,8 @@ pub struct NumaTestArgs {
     #[arg(long, default_value = "azusa16")]
     machine: String,
     /// A cost-model figure of the machine, PARAM=VALUE (repeatable): mlp, stream_mlp,
-    /// llc_latency_ns, llc_kib, local_latency_ns, remote_bandwidth_ratio (`homenode bench probe` prints this host's).
+    /// llc_latency_ns, llc_kib, local_latency_ns, bandwidth_gbps, remote_bandwidth_ratio
+    /// (`homenode bench probe` prints this host's).
     #[arg(long = "machine-set", value_name = "PARAM=VALUE")]
     machine_set: Vec<String>,
     /// Schedulers, comma separated; options after a colon (o1,node-affine-static:home_bonus=2).
@@ -144,19 +145,22 @@ fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
 
 /// The machine `arg` with each `--machine-set PARAM=VALUE` applied in order.
 fn machine_with_sets(arg: &str, sets: &[String]) -> Result<Arc<topo::Topology>> {
+    use sim::experiments::sweep::{MACHINE_PARAMS, MachineParamError, machine_value, machine_with};
     let mut t = topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?;
-    let valid = sim::experiments::sweep::MACHINE_PARAMS.join(", ");
     for item in sets {
         let Some((k, v)) = item.split_once('=') else {
+            let valid = MACHINE_PARAMS.join(", ");
             bail!("--machine-set `{item}`: expected PARAM=VALUE (PARAM: {valid})");
         };
-        let v: f64 = match v.trim().parse() {
-            Ok(v) if f64::is_finite(v) && v > 0.0 => v,
-            _ => bail!("--machine-set `{item}`: the value must be a positive number"),
-        };
-        t = sim::experiments::sweep::machine_with(&t, k.trim(), v).ok_or_else(|| {
-            anyhow!("--machine-set `{item}`: unknown PARAM `{k}` (valid: {valid})")
+        let (k, v) = (k.trim(), v.trim());
+        let v = machine_value(k, v).map_err(|e| match e {
+            MachineParamError::BadValue { range, .. } => {
+                anyhow!("--machine-set `{item}`: the value must be {range}")
+            }
+            e => anyhow!("--machine-set `{item}`: {e}"),
         })?;
+        t = machine_with(&t, k, v)
+            .ok_or_else(|| anyhow!("--machine-set `{item}`: unknown PARAM `{k}`"))?;
     }
     Ok(Arc::new(t))
 }

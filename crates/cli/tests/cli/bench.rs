@@ -392,3 +392,37 @@ fn with_daemon_runs_the_set_twice_and_the_daemon_stops_cleanly() {
         &["--with-daemon", "speed"],
     );
 }
+
+// ---- bench probe ------------------------------------------------------------------------
+
+/// A tiny probe: every node with CPUs gets a co-run entry of one thread per CPU, whatever
+/// the CPU count. Only the shape is checked, never a time.
+#[test]
+fn probe_runs_each_nodes_cpus_together() {
+    let out = ok_quiet(&[
+        "bench", "probe", "--mib", "2", "--loads", "20000", "--rounds", "1", "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON document");
+    let co = v["co_run"].as_array().expect("co_run");
+    assert!(!co.is_empty(), "{out}");
+    for c in co {
+        let threads = c["threads"].as_u64().expect("threads");
+        let mib = c["buffer_mib"].as_u64().expect("buffer_mib");
+        let passes = c["passes"].as_u64().expect("passes");
+        assert!(threads >= 1, "{c}");
+        // The threads share out --mib, each reading about --mib per round.
+        assert!(mib * threads >= 2 && mib * passes >= 2, "{c}");
+        for k in [
+            "alone_read_gbps",
+            "aggregate_read_gbps",
+            "alone_gather_ns",
+            "gather_ns",
+        ] {
+            assert!(c[k].as_f64().is_some_and(|x| x > 0.0), "{k}: {c}");
+        }
+        let slow = c["slowdown"].as_f64().expect("slowdown");
+        let ratio =
+            c["gather_ns"].as_f64().unwrap_or(0.0) / c["alone_gather_ns"].as_f64().unwrap_or(1.0);
+        assert!((slow - ratio).abs() < 1e-9, "{c}");
+    }
+}

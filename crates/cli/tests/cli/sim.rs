@@ -548,3 +548,32 @@ fn machine_set_errors_name_the_culprit() {
     fails(&args("mlp=-1"), &["mlp=-1", "positive"]);
     fails(&args("mlp=x"), &["mlp=x", "positive"]);
 }
+
+#[test]
+fn machine_set_bandwidth_slows_a_bandwidth_bound_run() {
+    // SMALL's nodes get 9.8 GB/s (176/36 per CPU); at 0.5 GB/s the jobs queue for it.
+    let base = user_time(&[]);
+    let narrow = user_time(&["--machine-set", "bandwidth_gbps=0.5"]);
+    assert!(narrow > 1.5 * base, "{narrow} !> 1.5 x {base}");
+    // Halving it again slows them again: the run is bandwidth-bound.
+    let narrower = user_time(&["--machine-set", "bandwidth_gbps=0.25"]);
+    assert!(narrower > narrow, "{narrower} !> {narrow}");
+    // Far more than the jobs can use changes little.
+    let wide = user_time(&["--machine-set", "bandwidth_gbps=10000"]);
+    assert!(wide <= base, "{wide} !<= {base}");
+}
+
+#[test]
+fn machine_set_bandwidth_errors_give_the_range() {
+    let args = |v: &'static str| ["sim", "numa-test", "--machine", SMALL, "--machine-set", v];
+    for v in [
+        "bandwidth_gbps=0",
+        "bandwidth_gbps=-3",
+        "bandwidth_gbps=0.01",
+        "bandwidth_gbps=1e9",
+        "bandwidth_gbps=fast",
+    ] {
+        fails(&args(v), &[v, "GB/s from 0.1 to 100000"]);
+    }
+    fails(&args("bandwidth=5"), &["`bandwidth`", "bandwidth_gbps"]);
+}

@@ -44,9 +44,13 @@ pub enum SweepError {
     /// A machine parameter the sweep cannot vary.
     #[error("`{option}` is not a machine parameter a sweep can vary (valid: {valid})")]
     UnknownMachineParam { option: String, valid: String },
-    /// A machine parameter's value that is not a positive number.
-    #[error("{option} = {value}: must be a positive number")]
-    BadMachineValue { option: String, value: String },
+    /// A machine parameter's value outside its range ([`super::sweep::machine_value`]).
+    #[error("{option} = {value}: must be {range}")]
+    BadMachineValue {
+        option: String,
+        value: String,
+        range: String,
+    },
 }
 
 /// A run of an experiment that failed.

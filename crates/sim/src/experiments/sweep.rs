@@ -22,8 +22,13 @@
 //! flight for a sequential stream), `machine.llc_latency_ns` (a random access that hits the
 //! last-level cache), `machine.llc_kib` (the size of one last-level cache),
 //! `machine.local_latency_ns` (the idle local latency; every node pair's latency scales with
-//! it, so the remote/local ratios stay) and `machine.remote_bandwidth_ratio` (each node's
-//! bandwidth for traffic from other nodes, as a fraction of its local bandwidth).
+//! it, so the remote/local ratios stay), `machine.bandwidth_gbps` (every node's memory
+//! bandwidth; each node's remote bandwidth scales with it, so its ratio to the local one stays)
+//! and `machine.remote_bandwidth_ratio` (each node's bandwidth for traffic from other nodes, as
+//! a fraction of its local bandwidth).
+//!
+//! [`MACHINE_PARAMS`], [`machine_value`] and [`machine_with`] are the one list of these
+//! parameters and their valid values: `homenode sim --machine-set PARAM=VALUE` uses them too.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,19 +62,77 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 6] = [
+pub const MACHINE_PARAMS: [&str; 7] = [
     "llc_kib",
     "mlp",
     "stream_mlp",
     "llc_latency_ns",
     "local_latency_ns",
+    "bandwidth_gbps",
     "remote_bandwidth_ratio",
 ];
 
-/// `topo` with machine parameter `param` (one of [`MACHINE_PARAMS`]) set to `v`.
+/// Node memory bandwidth a machine parameter may set, GB/s: from a 2000-era bus well below
+/// azusa16's 1.8 GB/s to HBM-class nodes, so that a typo (`0.0001`, `1e9`) is refused rather
+/// than simulated for hours.
+pub const BANDWIDTH_GBPS_RANGE: (f64, f64) = (0.1, 100_000.0);
+
+/// A machine parameter or value that cannot be applied; one line naming it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MachineParamError {
+    /// Not one of [`MACHINE_PARAMS`].
+    #[error("unknown machine parameter `{param}` (valid: {valid})")]
+    Unknown { param: String, valid: String },
+    /// A value outside the parameter's range (or not a number).
+    #[error("`{param}` = {value}: must be {range}")]
+    BadValue {
+        param: String,
+        value: String,
+        range: String,
+    },
+}
+
+/// The values `param` accepts: inclusive bounds and how to say them.
+fn valid_range(param: &str) -> (f64, f64, String) {
+    match param {
+        "bandwidth_gbps" => {
+            let (lo, hi) = BANDWIDTH_GBPS_RANGE;
+            (lo, hi, format!("a number of GB/s from {lo} to {hi}"))
+        }
+        _ => (f64::MIN_POSITIVE, f64::MAX, "a positive number".to_string()),
+    }
+}
+
+/// `text` as a value of machine parameter `param`, checked against its range.
+pub fn machine_value(param: &str, text: &str) -> Result<f64, MachineParamError> {
+    if !MACHINE_PARAMS.contains(&param) {
+        return Err(MachineParamError::Unknown {
+            param: param.to_string(),
+            valid: MACHINE_PARAMS.join(", "),
+        });
+    }
+    let (lo, hi, range) = valid_range(param);
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(MachineParamError::BadValue {
+            param: param.to_string(),
+            value: text.trim().to_string(),
+            range,
+        }),
+    }
+}
+
+/// `topo` with machine parameter `param` (one of [`MACHINE_PARAMS`]) set to `v` (a value
+/// [`machine_value`] accepted).
 pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
     let mut t = topo.clone();
     match param {
+        "bandwidth_gbps" => {
+            for n in &mut t.nodes {
+                n.remote_bandwidth_gbps *= v / n.bandwidth_gbps;
+                n.bandwidth_gbps = v;
+            }
+        }
         "mlp" => t.cpu_model.mlp = v,
         "stream_mlp" => t.cpu_model.stream_mlp = Some(v),
         "llc_latency_ns" => t.cpu_model.llc_latency_ns = Some(v),
@@ -103,18 +166,19 @@ impl Sweep {
         let Some(param) = self.machine_param() else {
             return Ok(topo.clone());
         };
-        let bad = || SweepError::BadMachineValue {
-            option: self.option.clone(),
-            value: value.to_string(),
-        };
-        let v: f64 = value.trim().parse().map_err(|_| bad())?;
-        if !(v.is_finite() && v > 0.0) {
-            return Err(bad());
-        }
-        machine_with(topo, param, v).ok_or_else(|| SweepError::UnknownMachineParam {
+        let unknown = || SweepError::UnknownMachineParam {
             option: self.option.clone(),
             valid: MACHINE_PARAMS.map(|p| format!("machine.{p}")).join(", "),
-        })
+        };
+        let v = machine_value(param, value).map_err(|e| match e {
+            MachineParamError::Unknown { .. } => unknown(),
+            MachineParamError::BadValue { value, range, .. } => SweepError::BadMachineValue {
+                option: self.option.clone(),
+                value,
+                range,
+            },
+        })?;
+        machine_with(topo, param, v).ok_or_else(unknown)
     }
 
     /// The column's spec with `option` set to `value` (a machine sweep keeps the column's).
@@ -226,6 +290,46 @@ mod tests {
         assert_eq!(m.cpu_model.mlp, 4.0);
         let m = machine_with(&t, "remote_bandwidth_ratio", 0.5).expect("bw");
         assert!((m.nodes[1].remote_bandwidth_gbps - t.nodes[1].bandwidth_gbps / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bandwidth_sets_every_node_and_keeps_the_remote_ratio() {
+        let t = topo::preset("wildfire8").expect("preset");
+        let s = sweep("machine.bandwidth_gbps", &["3.45"]);
+        s.check(&["o1".to_string()], &t).expect("valid");
+        let m = s.machine_for(&t, "3.45").expect("machine");
+        for (a, b) in m.nodes.iter().zip(&t.nodes) {
+            assert_eq!(a.bandwidth_gbps, 3.45);
+            // wildfire8: 6.9 local, 4.0 remote; half the local bandwidth, half the remote.
+            let want = b.remote_bandwidth_gbps * 3.45 / b.bandwidth_gbps;
+            assert!((a.remote_bandwidth_gbps - want).abs() < 1e-9, "{a:?}");
+        }
+    }
+
+    #[test]
+    fn machine_values_are_checked_against_their_range() {
+        assert_eq!(machine_value("bandwidth_gbps", " 12.5 "), Ok(12.5));
+        assert_eq!(machine_value("mlp", "0.5"), Ok(0.5));
+        for v in ["0", "0.01", "1e9", "inf", "NaN", "x"] {
+            let e = machine_value("bandwidth_gbps", v).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("`bandwidth_gbps` = {v}: must be a number of GB/s from 0.1 to 100000")
+            );
+        }
+        let e = machine_value("bw", "1").unwrap_err().to_string();
+        assert!(e.contains("`bw`") && e.contains("bandwidth_gbps"), "{e}");
+        let e = sweep("machine.bandwidth_gbps", &["0"])
+            .check(
+                &["o1".to_string()],
+                &topo::preset("azusa16").expect("preset"),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("machine.bandwidth_gbps = 0") && e.contains("0.1 to 100000"),
+            "{e}"
+        );
     }
 
     #[test]

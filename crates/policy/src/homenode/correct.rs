@@ -112,11 +112,10 @@ impl HomenodePolicy {
             ),
         });
         let st = self.procs.get_mut(&p.pid).expect("state made above");
-        st.last_move_ns = Some(now);
+        st.homed_at(now);
         st.corrected_ns = Some(now);
         st.wrong_target = None;
         st.wrong_streak = 0;
-        st.blocked.clear();
         d.homes[i] = Some(vec![x]);
         d.touched[i] = true;
     }

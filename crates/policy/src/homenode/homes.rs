@@ -9,7 +9,8 @@
 //! 4. else a home *set*: the nodes nearest the best one, added until the process fits.
 //!
 //! In 1 and 2 only nodes the rebalancer (step 3) would leave balanced compete when there are
-//! such, so a first home is never one the rebalancer would undo.
+//! such, so a first home is never one the rebalancer would undo; and in every rule only nodes
+//! where the homes stay even (by settled load, against every node the process fits).
 
 use topo::{NodeId, Topology};
 
@@ -71,9 +72,8 @@ impl HomenodePolicy {
                 nodes: choice.nodes.clone(),
             });
             let st = self.procs.get_mut(&p.pid).expect("state made above");
-            st.last_move_ns = Some(now);
+            st.homed_at(now);
             st.last_busy_ns = now;
-            st.blocked.clear();
             d.homes[i] = Some(choice.nodes);
             d.touched[i] = true;
         }
@@ -108,13 +108,12 @@ impl HomenodePolicy {
         if let Some(choice) = s.best_with_room(&why_not_mem) {
             return Some(choice);
         }
-        let fitting: Vec<NodeId> = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
         if s.light {
             if let Some(choice) = s.packed_when_crowded(&s.even) {
                 return Some(choice);
             }
         }
-        s.home_set(&fitting, &s.even)
+        s.home_set(&s.fitting, &s.even)
     }
 }
 
@@ -156,18 +155,21 @@ struct HomeSearch<'a> {
     roomy: Vec<NodeId>,
     /// The least load per CPU a node with room would have with it.
     least: f64,
+    /// Allowed nodes it fits (CPUs and memory).
+    fitting: Vec<NodeId>,
     /// Of the allowed nodes it fits, those where its homes stay even
     /// ([`HomeSearch::evenest_among`]). A node with room must be one of them, as on a crowded
     /// machine: measured room says nothing of what homenode already put there when measured
     /// load lags or is skewed (the VM rig's numatest8: a node showed room for a third job
     /// homed there in the same decision as two others, while two nodes held one each).
     even: Vec<NodeId>,
-    /// Nodes with room where the process would not leave the machine imbalanced by the
-    /// rebalancer's own rule (step 3), nor its homes uneven ([`HomeSearch::evenest_among`]).
-    /// When there are such nodes, only they compete, in steps 1 and 2: a first home that the
-    /// rebalancer would later undo is not given. (A node near the memory, or holding it, would
-    /// otherwise take a second busy process while another node stays idle.)
-    balanced: Vec<NodeId>,
+    /// The nodes rules 1 and 2 choose from: those with room where the process would not leave
+    /// the machine imbalanced by the rebalancer's own rule (step 3), nor its homes uneven
+    /// ([`HomeSearch::evenest_among`]); when there are none, those with room that keep the
+    /// homes even; possibly none (then the crowded rules 3 and 4 decide). A first home that
+    /// the rebalancer would later undo is not given. (A node near the memory, or holding it,
+    /// would otherwise take a second busy process while another node stays idle.)
+    candidates: Vec<NodeId>,
 }
 
 impl<'a> HomeSearch<'a> {
@@ -200,18 +202,19 @@ impl<'a> HomeSearch<'a> {
             allowed,
             roomy: Vec::new(),
             least: f64::INFINITY,
+            fitting: Vec::new(),
             even: Vec::new(),
-            balanced: Vec::new(),
+            candidates: Vec::new(),
         };
-        let fitting: Vec<NodeId> = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
-        s.even = s.evenest_among(&fitting);
+        s.fitting = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
+        s.even = s.evenest_among(&s.fitting);
         s.roomy = s.allowed.iter().copied().filter(|&x| s.room(x)).collect();
         s.least = s
             .roomy
             .iter()
             .map(|&x| s.after(x))
             .fold(f64::INFINITY, f64::min);
-        s.balanced = s
+        let balanced: Vec<NodeId> = s
             .roomy
             .iter()
             .copied()
@@ -222,6 +225,15 @@ impl<'a> HomeSearch<'a> {
                         && s.even.contains(&x))
             })
             .collect();
+        s.candidates = if balanced.is_empty() {
+            s.roomy
+                .iter()
+                .copied()
+                .filter(|x| s.even.contains(x))
+                .collect()
+        } else {
+            balanced
+        };
         Some(s)
     }
 
@@ -287,7 +299,7 @@ impl<'a> HomeSearch<'a> {
         (self.model.load[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Settled load per CPU of node `x` with the process added ([`Model::settled`], the settled load).
+    /// Settled load per CPU of node `x` with the process added (`Model::settled`).
     fn settled_after(&self, x: NodeId) -> f64 {
         (self.model.settled[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
@@ -319,24 +331,9 @@ impl<'a> HomeSearch<'a> {
             .collect()
     }
 
-    /// Whether node `x` has room and is one of the balanced nodes, or, when no node with room
-    /// stays balanced, keeps the homes even.
+    /// Whether rules 1 and 2 may choose node `x` ([`HomeSearch::candidates`]).
     fn ok(&self, x: NodeId) -> bool {
-        self.room(x) && self.candidates().contains(&x)
-    }
-
-    /// The nodes rules 1 and 2 choose from: the balanced ones, else those with room that keep
-    /// the homes even (none: the crowded rules 3 and 4 decide).
-    fn candidates(&self) -> Vec<NodeId> {
-        if self.balanced.is_empty() {
-            self.roomy
-                .iter()
-                .copied()
-                .filter(|x| self.even.contains(x))
-                .collect()
-        } else {
-            self.balanced.clone()
-        }
+        self.candidates.contains(&x)
     }
 
     /// "score 1.23: 2.0 CPUs and 3.0 GiB free", for reasons.
@@ -427,7 +424,7 @@ impl<'a> HomeSearch<'a> {
 
     /// Rule 2: the best node with room, among the balanced ones when there are such.
     fn best_with_room(&self, why_not_mem: &str) -> Option<HomeChoice> {
-        let x = self.best_of(&self.candidates())?;
+        let x = self.best_of(&self.candidates)?;
         Some(HomeChoice {
             nodes: vec![x],
             reason: format!(

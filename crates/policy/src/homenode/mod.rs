@@ -88,6 +88,16 @@ struct PidState {
     kernel_watch: Option<KernelWatch>,
 }
 
+impl PidState {
+    /// It got a home, or a new one, at `now`: the dwell starts, and what was learnt about
+    /// moving its memory to the old home is forgotten.
+    fn homed_at(&mut self, now: u64) {
+        self.last_move_ns = Some(now);
+        self.blocked.clear();
+        self.kernel_watch = None;
+    }
+}
+
 /// A process's memory outside its home at one reading of its per-node figures.
 #[derive(Clone, Debug, PartialEq)]
 struct KernelWatch {

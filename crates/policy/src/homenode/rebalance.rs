@@ -114,9 +114,8 @@ impl HomenodePolicy {
             ),
         });
         let st = self.procs.get_mut(&p.pid).expect("state made above");
-        st.last_move_ns = Some(d.snap.now_ns);
+        st.homed_at(d.snap.now_ns);
         st.rebalanced_ns = Some(d.snap.now_ns);
-        st.blocked.clear();
         d.homes[best.i] = Some(vec![best.dst]);
         d.touched[best.i] = true;
     }

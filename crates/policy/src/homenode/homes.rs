@@ -9,8 +9,7 @@
 //! 4. else a home *set*: the nodes nearest the best one, added until the process fits.
 //!
 //! In 1 and 2 only nodes the rebalancer (step 3) would leave balanced compete when there are
-//! such, so a first home is never one the rebalancer would undo; and in every rule only nodes
-//! where the homes stay even (by settled load, against every node the process fits).
+//! such, so a first home is never one the rebalancer would undo.
 
 use topo::{NodeId, Topology};
 
@@ -108,12 +107,14 @@ impl HomenodePolicy {
         if let Some(choice) = s.best_with_room(&why_not_mem) {
             return Some(choice);
         }
+        let fitting: Vec<NodeId> = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
+        let fitting_balanced = s.evenest_among(&fitting);
         if s.light {
-            if let Some(choice) = s.packed_when_crowded(&s.even) {
+            if let Some(choice) = s.packed_when_crowded(&fitting_balanced) {
                 return Some(choice);
             }
         }
-        s.home_set(&s.fitting, &s.even)
+        s.home_set(&fitting, &fitting_balanced)
     }
 }
 
@@ -155,21 +156,12 @@ struct HomeSearch<'a> {
     roomy: Vec<NodeId>,
     /// The least load per CPU a node with room would have with it.
     least: f64,
-    /// Allowed nodes it fits (CPUs and memory).
-    fitting: Vec<NodeId>,
-    /// Of the allowed nodes it fits, those where its homes stay even
-    /// ([`HomeSearch::evenest_among`]). A node with room must be one of them, as on a crowded
-    /// machine: measured room says nothing of what homenode already put there when measured
-    /// load lags or is skewed (the VM rig's numatest8: a node showed room for a third job
-    /// homed there in the same decision as two others, while two nodes held one each).
-    even: Vec<NodeId>,
-    /// The nodes rules 1 and 2 choose from: those with room where the process would not leave
-    /// the machine imbalanced by the rebalancer's own rule (step 3), nor its homes uneven
-    /// ([`HomeSearch::evenest_among`]); when there are none, those with room that keep the
-    /// homes even; possibly none (then the crowded rules 3 and 4 decide). A first home that
-    /// the rebalancer would later undo is not given. (A node near the memory, or holding it,
-    /// would otherwise take a second busy process while another node stays idle.)
-    candidates: Vec<NodeId>,
+    /// Nodes with room where the process would not leave the machine imbalanced by the
+    /// rebalancer's own rule (step 3), nor its homes uneven ([`HomeSearch::evenest_among`]).
+    /// When there are such nodes, only they compete, in steps 1 and 2: a first home that the
+    /// rebalancer would later undo is not given. (A node near the memory, or holding it, would
+    /// otherwise take a second busy process while another node stays idle.)
+    balanced: Vec<NodeId>,
 }
 
 impl<'a> HomeSearch<'a> {
@@ -202,19 +194,16 @@ impl<'a> HomeSearch<'a> {
             allowed,
             roomy: Vec::new(),
             least: f64::INFINITY,
-            fitting: Vec::new(),
-            even: Vec::new(),
-            candidates: Vec::new(),
+            balanced: Vec::new(),
         };
-        s.fitting = s.allowed.iter().copied().filter(|&x| s.fits(x)).collect();
-        s.even = s.evenest_among(&s.fitting);
         s.roomy = s.allowed.iter().copied().filter(|&x| s.room(x)).collect();
         s.least = s
             .roomy
             .iter()
             .map(|&x| s.after(x))
             .fold(f64::INFINITY, f64::min);
-        let balanced: Vec<NodeId> = s
+        let even = s.evenest_among(&s.roomy);
+        s.balanced = s
             .roomy
             .iter()
             .copied()
@@ -222,18 +211,9 @@ impl<'a> HomeSearch<'a> {
                 let a = s.after(x);
                 a <= cfg.consolidate_below + EPS
                     || (a * 100.0 <= f64::from(cfg.imbalance_pct) * s.least + EPS
-                        && s.even.contains(&x))
+                        && even.contains(&x))
             })
             .collect();
-        s.candidates = if balanced.is_empty() {
-            s.roomy
-                .iter()
-                .copied()
-                .filter(|x| s.even.contains(x))
-                .collect()
-        } else {
-            balanced
-        };
         Some(s)
     }
 
@@ -299,41 +279,37 @@ impl<'a> HomeSearch<'a> {
         (self.model.load[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Settled load per CPU of node `x` with the process added (`Model::settled`).
-    fn settled_after(&self, x: NodeId) -> f64 {
-        (self.model.settled[x] + self.demand) / self.model.cpus[x].max(EPS)
+    /// Homed demand per CPU of node `x` with the process added.
+    fn homed_after(&self, x: NodeId) -> f64 {
+        (self.model.homed[x] + self.demand) / self.model.cpus[x].max(EPS)
     }
 
-    /// Of `nodes`, those whose settled load per CPU (homed demand plus the processes left
-    /// alone) would be less than one more of this process above the least once it is
-    /// added. The processes still to be homed do not count where they run: they run wherever
-    /// the kernel put them, so measured load cannot say where homes are uneven (and a guest
-    /// starved of CPU time sees every node busy): two busy processes whose memory is on one
-    /// node would both be homed there while another node gets none, a home the rebalancer
-    /// undoes only after `min_dwell_s`. Nor can the busy time of a saturated node, which
-    /// stops at its CPUs, say who is squeezed where; a relative rule on it lets a 2-CPU node
-    /// take a third job (125% of a busy node is a whole job). What homenode placed, it knows;
-    /// processes left alone stay where they ran. Small processes and busy time no listed
-    /// process accounts for are left out: they come and go (a burst of message-passing
-    /// threads would push homes away from where it ran for the length of the home), and under
-    /// emulation idle virtual CPUs look busy.
+    /// Of `nodes`, those whose homed demand per CPU would be less than one more of this
+    /// process above the least once it is added. Only homes count: on saturated nodes measured
+    /// busy time stops at the node's CPUs, so it cannot say who is squeezed where, and a
+    /// relative rule on it lets a 2-CPU node take a third job (125% of a busy node is a whole
+    /// job). Among nodes with room, measured load cannot say it either while the processes
+    /// still to be homed run wherever the kernel put them (and a guest starved of CPU time
+    /// sees every node busy): two busy processes whose memory is on one node would both be
+    /// homed there while another node gets none, a home the rebalancer undoes only after
+    /// `min_dwell_s`. What homenode placed, it knows.
     fn evenest_among(&self, nodes: &[NodeId]) -> Vec<NodeId> {
         let least = nodes
             .iter()
-            .map(|&x| self.settled_after(x))
+            .map(|&x| self.homed_after(x))
             .fold(f64::INFINITY, f64::min);
         nodes
             .iter()
             .copied()
             .filter(|&x| {
-                self.settled_after(x) - least < self.demand / self.model.cpus[x].max(EPS) - EPS
+                self.homed_after(x) - least < self.demand / self.model.cpus[x].max(EPS) - EPS
             })
             .collect()
     }
 
-    /// Whether rules 1 and 2 may choose node `x` ([`HomeSearch::candidates`]).
+    /// Whether node `x` has room and, when some nodes with room stay balanced, is one of them.
     fn ok(&self, x: NodeId) -> bool {
-        self.candidates.contains(&x)
+        self.room(x) && (self.balanced.is_empty() || self.balanced.contains(&x))
     }
 
     /// "score 1.23: 2.0 CPUs and 3.0 GiB free", for reasons.
@@ -400,10 +376,6 @@ impl<'a> HomeSearch<'a> {
             Some(mn) if !self.fits(mn) => {
                 format!("{} has too little free memory for it", self.holding(mn))
             }
-            Some(mn) if self.room(mn) && !self.even.contains(&mn) => format!(
-                "{} already has more of homenode's homes per CPU than another node it fits",
-                self.holding(mn)
-            ),
             Some(mn) if self.room(mn) => format!(
                 "{} would be {:.2} CPUs/CPU busy with it, more than {}% of the {:.2} of a node with room",
                 self.holding(mn),
@@ -424,7 +396,12 @@ impl<'a> HomeSearch<'a> {
 
     /// Rule 2: the best node with room, among the balanced ones when there are such.
     fn best_with_room(&self, why_not_mem: &str) -> Option<HomeChoice> {
-        let x = self.best_of(&self.candidates)?;
+        let candidates = if self.balanced.is_empty() {
+            &self.roomy
+        } else {
+            &self.balanced
+        };
+        let x = self.best_of(candidates)?;
         Some(HomeChoice {
             nodes: vec![x],
             reason: format!(

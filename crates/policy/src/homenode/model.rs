@@ -1,17 +1,11 @@
-//! The load model of one decision: each node's load (in CPUs) is its busy CPU time minus what
+//! The load model of one decision: each node's load (in CPUs) is its busy CPU time (at least
+//! what the listed processes used there, at most its CPUs) minus what
 //! homed processes ran there, plus the demand of the processes homed on it (their CPU use, or
 //! their width when larger: each busy thread needs a CPU; split over a home set by CPU count).
 //! So a homed process counts where it belongs, everything else (small processes, processes
 //! left alone, processes not homed yet) where it ran, with the run-queue wait measured for
 //! it there (so a saturated node's load is what its tasks wanted, more than its CPUs). Free memory is counted net of what is
 //! already on its way home, so two homes are not promised the same bytes.
-//!
-//! First homes are kept even (step 2) by each node's *settled* load: the demand homed there,
-//! plus the work of the processes left alone (excluded, pinned by someone else: they stay
-//! where they run) where they ran. Not in it: the processes without a home yet (homenode is
-//! about to place them, so where they run now says nothing of where they will be), small
-//! processes (they come and go: numa_test's hackbench burst), and busy time no listed process
-//! accounts for (kernel threads, and under emulation idle virtual CPUs that look busy).
 
 use topo::{NodeId, Topology};
 
@@ -23,9 +17,8 @@ pub(super) struct Model {
     pub(super) cpus: Vec<f64>,
     /// Load in CPUs.
     pub(super) load: Vec<f64>,
-    /// Settled load: homed demand (split over a home set) plus the processes left alone, where
-    /// they ran.
-    pub(super) settled: Vec<f64>,
+    /// Of which: the demand of the processes homed on the node (split over a home set).
+    pub(super) homed: Vec<f64>,
     /// Free bytes minus memory already on its way there.
     pub(super) free: Vec<i64>,
 }
@@ -50,7 +43,19 @@ impl Model {
         homes: &[Option<Vec<NodeId>>],
     ) -> Self {
         let cpus: Vec<f64> = m.cpus.iter().map(|&c| c as f64).collect();
-        let mut load: Vec<f64> = (0..m.n).map(|n| (cpus[n] - m.idle[n]).max(0.0)).collect();
+        // A node was busy at least for what the processes listed there used (up to its CPUs).
+        // The two come from different files read at different moments (`/proc/stat` and each
+        // process's `stat`); under emulation a node whose virtual CPUs the host starved shows
+        // idle time its busy jobs did not leave it, and that phantom room took a third job.
+        let mut used = vec![0.0; m.n];
+        for p in procs {
+            for (n, u) in used.iter_mut().enumerate() {
+                *u += p.cpu * p.share[n];
+            }
+        }
+        let mut load: Vec<f64> = (0..m.n)
+            .map(|n| (cpus[n] - m.idle[n]).max(used[n].min(cpus[n])).max(0.0))
+            .collect();
         // Busy time holds what every process ran. A homed process is taken out (it counts at
         // its home below); a process not homed adds its measured run-queue wait where it ran,
         // so a node's load is what its tasks wanted, not only what its CPUs could give.
@@ -68,16 +73,9 @@ impl Model {
         let mut model = Model {
             cpus,
             load,
-            settled: vec![0.0; m.n],
+            homed: vec![0.0; m.n],
             free: m.free.iter().map(|&f| f as i64).collect(),
         };
-        for (p, h) in procs.iter().zip(homes) {
-            if h.is_none() && p.leave_alone {
-                for (n, x) in model.settled.iter_mut().enumerate() {
-                    *x += p.runnable() * p.share[n];
-                }
-            }
-        }
         for (p, h) in procs.iter().zip(homes) {
             if let Some(h) = h {
                 model.apply(topo, p, Some(h), 1.0);
@@ -102,7 +100,7 @@ impl Model {
                     // not only what it managed to use where it ran.
                     let need = sign * p.demand() * w;
                     self.load[n] += need;
-                    self.settled[n] = (self.settled[n] + need).max(0.0);
+                    self.homed[n] = (self.homed[n] + need).max(0.0);
                 }
                 for r in 0..self.load.len() {
                     if !h.contains(&r) && p.bytes[r] > 0 {

@@ -1123,7 +1123,8 @@ fn one_thread_never_wants_more_than_one_cpu() {
 /// its virtual CPUs) while every other node was saturated, so node 2 alone had room; three
 /// jobs whose memory was there were homed there in one decision, each seeing room after the
 /// one before (homes 2/1/3/2 at the end of the run, then a rebalance away from the memory).
-/// A node with room must also keep the homes even, judged against every node the job fits.
+/// A node's busy time is now at least what the processes listed there used, so the phantom
+/// room is gone and the jobs are placed as on a crowded machine, evenly.
 #[test]
 fn room_on_one_node_does_not_let_it_take_more_than_its_share_of_homes() {
     let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
@@ -1151,6 +1152,7 @@ fn room_on_one_node_does_not_let_it_take_more_than_its_share_of_homes() {
         p.cpu_wait = Some(0.5);
         procs.push(p);
     }
+    // Node 2's three jobs used 1.5 CPUs, yet it shows 1.5 CPUs idle.
     let mut s = snap(&t, 0, procs);
     for (n, v) in s.nodes.iter_mut().enumerate() {
         v.cpu_idle = if n == 2 { 1.5 } else { 0.0 };

@@ -1,5 +1,5 @@
 //! The load model of one decision: each node's load (in CPUs) is its busy CPU time (at least
-//! what the listed processes used there, at most its CPUs) minus what
+//! what the listed processes used there) minus what
 //! homed processes ran there, plus the demand of the processes homed on it (their CPU use, or
 //! their width when larger: each busy thread needs a CPU; split over a home set by CPU count).
 //! So a homed process counts where it belongs, everything else (small processes, processes
@@ -43,10 +43,13 @@ impl Model {
         homes: &[Option<Vec<NodeId>>],
     ) -> Self {
         let cpus: Vec<f64> = m.cpus.iter().map(|&c| c as f64).collect();
-        // A node was busy at least for what the processes listed there used (up to its CPUs).
-        // The two come from different files read at different moments (`/proc/stat` and each
-        // process's `stat`); under emulation a node whose virtual CPUs the host starved shows
-        // idle time its busy jobs did not leave it, and that phantom room took a third job.
+        // A node was busy at least for what the processes listed there used. The two come
+        // from different files read at different moments (`/proc/stat` and each process's
+        // `stat`), and a process's time is charged to the node its threads last ran on, so a
+        // node that several moving jobs happened to be on at the scan is charged more than its
+        // busy time. Taking each process out of such a node (to home it) must not leave
+        // phantom room there: under emulation that room took a third job of a 2-CPU node.
+        // Not capped at the node's CPUs, for the same reason.
         let mut used = vec![0.0; m.n];
         for p in procs {
             for (n, u) in used.iter_mut().enumerate() {
@@ -54,7 +57,7 @@ impl Model {
             }
         }
         let mut load: Vec<f64> = (0..m.n)
-            .map(|n| (cpus[n] - m.idle[n]).max(used[n].min(cpus[n])).max(0.0))
+            .map(|n| (cpus[n] - m.idle[n]).max(used[n]).max(0.0))
             .collect();
         // Busy time holds what every process ran. A homed process is taken out (it counts at
         // its home below); a process not homed adds its measured run-queue wait where it ran,

@@ -34,7 +34,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
+use std::rc::Rc;
 use std::sync::Arc;
 pub use task::{Pid, Process, Task, TaskId, TaskState};
 use topo::{CpuId, NodeId, Topology};
@@ -150,41 +151,78 @@ pub struct Channel {
     pub writers: Vec<TaskId>,
 }
 
+impl Channel {
+    /// Return the buffer of a reader list taken to wake them all, emptied, so that the
+    /// next blocked reader does not allocate (a message exchange blocks and wakes readers
+    /// all the time). Readers that blocked meanwhile are kept.
+    pub fn give_back_readers(&mut self, mut taken: Vec<TaskId>) {
+        if self.readers.is_empty() {
+            taken.clear();
+            self.readers = taken;
+        }
+    }
+
+    /// [`Channel::give_back_readers`] for the writers.
+    pub fn give_back_writers(&mut self, mut taken: Vec<TaskId>) {
+        if self.writers.is_empty() {
+            taken.clear();
+            self.writers = taken;
+        }
+    }
+}
+
 /// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next
 /// round (the O(1) scheduler's expired array); lower priority values run first; FIFO within.
 pub type RqKey = (u64, i32, u64);
 
 /// The waiting tasks of one runqueue, ordered by [`RqKey`].
+///
+/// A sorted double-ended queue rather than a tree: a runqueue holds a few to a few dozen
+/// tasks, the next to run leaves from the front and a newly queued one mostly joins near the
+/// back (a later round or sequence number), so a binary search and a short shift beat a
+/// tree's node allocations. The order is the same total order on (key, task) either way.
 #[derive(Clone, Debug, Default)]
 pub struct RunList {
-    set: BTreeSet<(RqKey, TaskId)>,
+    q: VecDeque<(RqKey, TaskId)>,
 }
 
 impl RunList {
     pub fn push(&mut self, key: RqKey, t: TaskId) {
-        self.set.insert((key, t));
+        let e = (key, t);
+        // Sequence numbers only grow, so a task mostly joins at the back.
+        if self.q.back().is_none_or(|b| *b < e) {
+            self.q.push_back(e);
+        } else if let Err(i) = self.q.binary_search(&e) {
+            self.q.insert(i, e);
+        }
     }
 
     pub fn remove(&mut self, key: RqKey, t: TaskId) -> bool {
-        self.set.remove(&(key, t))
+        match self.q.binary_search(&(key, t)) {
+            Ok(i) => {
+                self.q.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Take the task that runs next.
     pub fn pop_first(&mut self) -> Option<TaskId> {
-        self.set.pop_first().map(|(_, t)| t)
+        self.q.pop_front().map(|(_, t)| t)
     }
 
     pub fn len(&self) -> usize {
-        self.set.len()
+        self.q.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.q.is_empty()
     }
 
     /// Waiting tasks, next to run first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + '_ {
-        self.set.iter().map(|(_, t)| *t)
+        self.q.iter().map(|(_, t)| *t)
     }
 }
 
@@ -230,7 +268,10 @@ impl RunQueue {
 pub struct Kernel {
     pub topo: Arc<Topology>,
     pub params: KernelParams,
-    pub workload: Arc<Workload>,
+    /// The kernel's own copy of the workload. An `Rc`, not the caller's `Arc`: the
+    /// interpreter holds a counted reference across every phase it runs, and an `Rc`
+    /// counts without an atomic (a run lives on one thread).
+    pub workload: Rc<Workload>,
     pub now: Ns,
     pub events: EventQueue,
     pub rqs: Vec<RunQueue>,
@@ -400,7 +441,7 @@ impl Kernel {
             chans: vec![Channel::default(); workload.channels],
             topo,
             params,
-            workload,
+            workload: Rc::new(Arc::unwrap_or_clone(workload)),
             now: 0,
             events,
             rqs,

@@ -155,14 +155,6 @@ impl PoolBalancer {
         }
     }
 
-    /// The smoothed load of `c` as `this` sees it, remembering the length for next time.
-    fn cpu_load(&mut self, k: &Kernel, this: CpuId, c: CpuId, idle: bool) -> usize {
-        let now = k.nr_running(c);
-        let prev = self.prev_nr[this][c] as usize;
-        self.prev_nr[this][c] = now as u32;
-        if idle || now < prev { now } else { prev }
-    }
-
     /// `calc_pool_load`: pool `pool` as `this` sees it; with `homes` (pools are nodes then),
     /// tasks homed on `this`'s node add the bonus.
     fn pool_load(
@@ -174,20 +166,21 @@ impl PoolBalancer {
         homes: Option<&Homes>,
     ) -> PoolLoad {
         let this_node = k.node_of(this);
-        let cpus: Vec<CpuId> = self.pools[pool].iter().collect();
-        let (mut total, mut busiest) = (0usize, None::<(CpuId, usize)>);
-        for &c in &cpus {
-            let mut load = self.cpu_load(k, this, c, idle);
+        let prev = &mut self.prev_nr[this];
+        let (mut total, mut busiest, mut cpus) = (0usize, None::<(CpuId, usize)>, 0usize);
+        for c in self.pools[pool].iter() {
+            let mut load = smoothed_load(prev, k, c, idle);
             if let Some(h) = homes {
                 load += h.bonus * homed_on(k, c, this_node, h);
             }
             total += load;
+            cpus += 1;
             if busiest.is_none_or(|(_, m)| load > m) {
                 busiest = Some((c, load));
             }
         }
         PoolLoad {
-            load: total * BALANCE_FACTOR / cpus.len().max(1),
+            load: total * BALANCE_FACTOR / cpus.max(1),
             busiest,
         }
     }
@@ -257,6 +250,15 @@ impl PoolBalancer {
         k.migrate_queued(t, this);
         true
     }
+}
+
+/// The load of `c` as a CPU whose previous lengths are `prev` sees it: the smaller of now and
+/// the previous pass (the current length when idle), remembering the length for next time.
+fn smoothed_load(prev: &mut [u32], k: &Kernel, c: CpuId, idle: bool) -> usize {
+    let now = k.nr_running(c);
+    let before = prev[c] as usize;
+    prev[c] = now as u32;
+    if idle || now < before { now } else { before }
 }
 
 /// `task_to_steal`'s weight of a movable task: the `cool` periods of `cache_decay_ticks`

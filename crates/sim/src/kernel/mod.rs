@@ -20,6 +20,7 @@ pub mod pelt;
 mod rates;
 mod run;
 pub mod sched_api;
+mod solve_memo;
 pub mod task;
 mod ticks;
 

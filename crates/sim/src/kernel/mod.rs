@@ -185,10 +185,13 @@ pub type RqKey = (u64, i32, u64);
 #[derive(Clone, Debug, Default)]
 pub struct RunList {
     q: VecDeque<(RqKey, TaskId)>,
+    /// Counts the changes of membership (see [`RunList::changes`]).
+    changes: u64,
 }
 
 impl RunList {
     pub fn push(&mut self, key: RqKey, t: TaskId) {
+        self.changes += 1;
         let e = (key, t);
         // Sequence numbers only grow, so a task mostly joins at the back.
         if self.q.back().is_none_or(|b| *b < e) {
@@ -202,6 +205,7 @@ impl RunList {
         match self.q.binary_search(&(key, t)) {
             Ok(i) => {
                 self.q.remove(i);
+                self.changes += 1;
                 true
             }
             Err(_) => false,
@@ -210,7 +214,14 @@ impl RunList {
 
     /// Take the task that runs next.
     pub fn pop_first(&mut self) -> Option<TaskId> {
+        self.changes += 1;
         self.q.pop_front().map(|(_, t)| t)
+    }
+
+    /// A number that changes whenever a task joins or leaves the list: while it stays the
+    /// same, so do the tasks waiting (balancers cache what they count over them).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     pub fn len(&self) -> usize {

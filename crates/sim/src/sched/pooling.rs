@@ -52,6 +52,18 @@ pub struct Homes<'a> {
     pub home: &'a dyn Fn(&Kernel, TaskId) -> Option<NodeId>,
     /// Load added to a remote runqueue per task on it homed on the balancing CPU's node.
     pub bonus: usize,
+    /// A task's home depends only on its process's memory (`node-affine-dynamic`): the
+    /// count of a runqueue's tasks per home stays valid while its tasks and the machine's
+    /// memory placement stay the same, so it is counted once, not once per balancing CPU.
+    pub by_memory: bool,
+}
+
+/// Per CPU: how many of its tasks (running or waiting) each node is home to, and what it
+/// was counted for (the runqueue's membership changes, its current task, memory version).
+#[derive(Clone, Debug, Default)]
+struct HomedCount {
+    stamp: Option<(u64, Option<TaskId>, u64)>,
+    per_node: Vec<usize>,
 }
 
 /// A pool's load as one pass sees it.
@@ -79,6 +91,8 @@ pub struct PoolBalancer {
     imbalance_pct: u32,
     /// Most tasks one pass moves (the patch: 1).
     max_pull: usize,
+    /// Per CPU, its tasks per home ([`Homes::by_memory`] only).
+    homed: Vec<HomedCount>,
 }
 
 impl PoolBalancer {
@@ -107,6 +121,7 @@ impl PoolBalancer {
             decay: p.kernel.cache_decay.saturating_sub(tick).max(tick.max(1)),
             imbalance_pct: p.imbalance_pct,
             max_pull: p.max_pull.max(1),
+            homed: vec![HomedCount::default(); n],
         }
     }
 
@@ -171,7 +186,7 @@ impl PoolBalancer {
         for c in self.pools[pool].iter() {
             let mut load = smoothed_load(prev, k, c, idle);
             if let Some(h) = homes {
-                load += h.bonus * homed_on(k, c, this_node, h);
+                load += h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
             }
             total += load;
             cpus += 1;
@@ -277,6 +292,28 @@ pub fn steal_weight(cool: u64, home: Option<Option<NodeId>>, this: NodeId, src: 
         w -= MAX_CACHE_WEIGHT;
     }
     w
+}
+
+/// [`homed_on`], from `cache` when the homes depend on memory only and nothing they depend
+/// on changed since it was counted.
+fn homed_count(cache: &mut [HomedCount], k: &Kernel, cpu: CpuId, node: NodeId, h: &Homes) -> usize {
+    if !h.by_memory {
+        return homed_on(k, cpu, node, h);
+    }
+    let rq = &k.rqs[cpu];
+    let stamp = (rq.queue.changes(), rq.curr, k.mem.version());
+    let c = &mut cache[cpu];
+    if c.stamp != Some(stamp) {
+        c.per_node.clear();
+        c.per_node.resize(k.topo.nr_nodes(), 0);
+        for t in rq.curr.into_iter().chain(rq.queue.iter()) {
+            if let Some(n) = (h.home)(k, t) {
+                c.per_node[n] += 1;
+            }
+        }
+        c.stamp = Some(stamp);
+    }
+    c.per_node[node]
 }
 
 /// Tasks on `cpu` (running or waiting) whose homenode is `node` (`nr_homenode`).

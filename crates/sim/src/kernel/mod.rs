@@ -35,7 +35,6 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 pub use task::{Pid, Process, Task, TaskId, TaskState};
@@ -184,28 +183,35 @@ pub type RqKey = (u64, i32, u64);
 /// tree's node allocations. The order is the same total order on (key, task) either way.
 #[derive(Clone, Debug, Default)]
 pub struct RunList {
-    q: VecDeque<(RqKey, TaskId)>,
+    /// Sorted; the entries before `head` have left.
+    v: Vec<(RqKey, TaskId)>,
+    head: usize,
     /// Counts the changes of membership (see [`RunList::changes`]).
     changes: u64,
 }
 
 impl RunList {
+    fn live(&self) -> &[(RqKey, TaskId)] {
+        &self.v[self.head..]
+    }
+
     pub fn push(&mut self, key: RqKey, t: TaskId) {
         self.changes += 1;
         let e = (key, t);
         // Sequence numbers only grow, so a task mostly joins at the back.
-        if self.q.back().is_none_or(|b| *b < e) {
-            self.q.push_back(e);
-        } else if let Err(i) = self.q.binary_search(&e) {
-            self.q.insert(i, e);
+        if self.v.last().is_none_or(|b| *b < e) || self.head == self.v.len() {
+            self.v.push(e);
+        } else if let Err(i) = self.live().binary_search(&e) {
+            self.v.insert(self.head + i, e);
         }
     }
 
     pub fn remove(&mut self, key: RqKey, t: TaskId) -> bool {
-        match self.q.binary_search(&(key, t)) {
+        match self.live().binary_search(&(key, t)) {
             Ok(i) => {
-                self.q.remove(i);
+                self.v.remove(self.head + i);
                 self.changes += 1;
+                self.compact();
                 true
             }
             Err(_) => false,
@@ -215,7 +221,21 @@ impl RunList {
     /// Take the task that runs next.
     pub fn pop_first(&mut self) -> Option<TaskId> {
         self.changes += 1;
-        self.q.pop_front().map(|(_, t)| t)
+        let (_, t) = *self.v.get(self.head)?;
+        self.head += 1;
+        self.compact();
+        Some(t)
+    }
+
+    /// Drop the entries that left once they are half of the buffer.
+    fn compact(&mut self) {
+        if self.head == self.v.len() {
+            self.v.clear();
+            self.head = 0;
+        } else if self.head >= 16 && 2 * self.head >= self.v.len() {
+            self.v.drain(..self.head);
+            self.head = 0;
+        }
     }
 
     /// A number that changes whenever a task joins or leaves the list: while it stays the
@@ -225,16 +245,16 @@ impl RunList {
     }
 
     pub fn len(&self) -> usize {
-        self.q.len()
+        self.v.len() - self.head
     }
 
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.len() == 0
     }
 
     /// Waiting tasks, next to run first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + '_ {
-        self.q.iter().map(|(_, t)| *t)
+        self.live().iter().map(|(_, t)| *t)
     }
 }
 

@@ -177,10 +177,12 @@ pub type RqKey = (u64, i32, u64);
 
 /// The waiting tasks of one runqueue, ordered by [`RqKey`].
 ///
-/// A sorted double-ended queue rather than a tree: a runqueue holds a few to a few dozen
-/// tasks, the next to run leaves from the front and a newly queued one mostly joins near the
-/// back (a later round or sequence number), so a binary search and a short shift beat a
-/// tree's node allocations. The order is the same total order on (key, task) either way.
+/// A sorted vector rather than a tree: a runqueue holds a few to a few dozen tasks (hundreds
+/// in a message storm), the next to run leaves from the front (the head moves, the buffer is
+/// compacted once half of it has left) and a newly queued one mostly joins at the back (a
+/// later sequence number), so a binary search on one slice and a short shift beat a tree's
+/// node allocations and a ring buffer's two slices. The order is the same total order on
+/// (key, task) either way.
 #[derive(Clone, Debug, Default)]
 pub struct RunList {
     /// Sorted; the entries before `head` have left.

@@ -164,6 +164,8 @@ impl Region {
 pub struct NodeMemory {
     pub capacity: Vec<u64>,
     pub used: Vec<u64>,
+    /// Bumped whenever a page group is placed, moved or freed anywhere.
+    version: u64,
 }
 
 impl NodeMemory {
@@ -171,7 +173,14 @@ impl NodeMemory {
         NodeMemory {
             capacity: topo.nodes.iter().map(|n| n.mem_bytes).collect(),
             used: vec![0; topo.nr_nodes()],
+            version: 0,
         }
+    }
+
+    /// Changes with every placement, move or release of memory (what any process holds on
+    /// any node can only have changed when this has).
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     fn has_room(&self, node: NodeId, bytes: u64) -> bool {
@@ -234,6 +243,7 @@ impl NodeMemory {
         self.used[node] += bytes;
         region.node_bytes[node] += bytes;
         region.groups[group] = Some(node);
+        self.version += 1;
         Some(node)
     }
 
@@ -252,6 +262,7 @@ impl NodeMemory {
         region.node_bytes[from] -= bytes;
         region.node_bytes[to] += bytes;
         region.groups[group] = Some(to);
+        self.version += 1;
         bytes
     }
 
@@ -262,6 +273,7 @@ impl NodeMemory {
             *b = 0;
         }
         region.groups.fill(None);
+        self.version += 1;
     }
 }
 

@@ -101,13 +101,14 @@ impl Kernel {
                     let k = ch.pending.min(u64::from(self.tasks[t].recv_left)) as u32;
                     ch.pending -= u64::from(k);
                     // Room again: the blocked writers retry (the reader is their waker).
-                    let writers = std::mem::take(&mut ch.writers);
-                    if !writers.is_empty() {
+                    if !ch.writers.is_empty() {
+                        let writers = std::mem::take(&mut ch.writers);
                         self.waker_cpu = Some(self.tasks[t].cpu);
-                        for w in writers {
+                        for &w in &writers {
                             self.wake(s, w);
                         }
                         self.waker_cpu = None;
+                        self.chans[*chan].give_back_writers(writers);
                     }
                     (
                         PhaseWork::RecvMsgs { msgs: k },
@@ -209,8 +210,11 @@ impl Kernel {
 
     /// The CPU work of the current phase is done: its effects, and on to the next phase.
     pub(crate) fn complete_phase(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
+        // A counted reference (no atomic, no copy of the phase) while the phase's channels
+        // are walked and their readers woken.
+        let wl = std::rc::Rc::clone(&self.workload);
         let task = &self.tasks[t];
-        let phase = &self.workload.programs[task.program].phases[task.pc];
+        let phase = &wl.programs[task.program].phases[task.pc];
         match (task.work, phase) {
             (PhaseWork::RecvMsgs { msgs }, _) => {
                 let task = &mut self.tasks[t];
@@ -220,16 +224,17 @@ impl Kernel {
                 }
             }
             (_, Phase::Send { chans, msgs, .. }) => {
-                let chans = chans.clone();
                 let msgs = u64::from(*msgs);
                 self.tasks[t].pc += 1;
                 // Readers are woken during the send, before the sender goes on (or blocks).
                 self.waker_cpu = Some(self.tasks[t].cpu);
-                for c in chans {
+                for &c in chans {
                     self.chans[c].pending += msgs;
-                    for r in std::mem::take(&mut self.chans[c].readers) {
+                    let readers = std::mem::take(&mut self.chans[c].readers);
+                    for &r in &readers {
                         self.wake(s, r);
                     }
+                    self.chans[c].give_back_readers(readers);
                 }
                 self.waker_cpu = None;
             }
@@ -480,6 +485,7 @@ impl Kernel {
             threads_alive: 0,
             threads: Vec::new(),
             mem_version: 0,
+            main_node_memo: std::cell::Cell::new(None),
         });
         target
     }

@@ -20,6 +20,7 @@ pub mod pelt;
 mod rates;
 mod run;
 pub mod sched_api;
+mod solve_memo;
 pub mod task;
 mod ticks;
 
@@ -34,7 +35,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::Arc;
 pub use task::{Pid, Process, Task, TaskId, TaskState};
 use topo::{CpuId, NodeId, Topology};
@@ -150,41 +151,112 @@ pub struct Channel {
     pub writers: Vec<TaskId>,
 }
 
+impl Channel {
+    /// Return the buffer of a reader list taken to wake them all, emptied, so that the
+    /// next blocked reader does not allocate (a message exchange blocks and wakes readers
+    /// all the time). Readers that blocked meanwhile are kept.
+    pub fn give_back_readers(&mut self, mut taken: Vec<TaskId>) {
+        if self.readers.is_empty() {
+            taken.clear();
+            self.readers = taken;
+        }
+    }
+
+    /// [`Channel::give_back_readers`] for the writers.
+    pub fn give_back_writers(&mut self, mut taken: Vec<TaskId>) {
+        if self.writers.is_empty() {
+            taken.clear();
+            self.writers = taken;
+        }
+    }
+}
+
 /// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next
 /// round (the O(1) scheduler's expired array); lower priority values run first; FIFO within.
 pub type RqKey = (u64, i32, u64);
 
 /// The waiting tasks of one runqueue, ordered by [`RqKey`].
+///
+/// A sorted vector rather than a tree: a runqueue holds a few to a few dozen tasks (hundreds
+/// in a message storm), the next to run leaves from the front (the head moves, the buffer is
+/// compacted once half of it has left) and a newly queued one mostly joins at the back (a
+/// later sequence number), so a binary search on one slice and a short shift beat a tree's
+/// node allocations and a ring buffer's two slices. The order is the same total order on
+/// (key, task) either way.
 #[derive(Clone, Debug, Default)]
 pub struct RunList {
-    set: BTreeSet<(RqKey, TaskId)>,
+    /// Sorted; the entries before `head` have left.
+    v: Vec<(RqKey, TaskId)>,
+    head: usize,
+    /// Counts the changes of membership (see [`RunList::changes`]).
+    changes: u64,
 }
 
 impl RunList {
+    fn live(&self) -> &[(RqKey, TaskId)] {
+        &self.v[self.head..]
+    }
+
     pub fn push(&mut self, key: RqKey, t: TaskId) {
-        self.set.insert((key, t));
+        self.changes += 1;
+        let e = (key, t);
+        // Sequence numbers only grow, so a task mostly joins at the back.
+        if self.v.last().is_none_or(|b| *b < e) || self.head == self.v.len() {
+            self.v.push(e);
+        } else if let Err(i) = self.live().binary_search(&e) {
+            self.v.insert(self.head + i, e);
+        }
     }
 
     pub fn remove(&mut self, key: RqKey, t: TaskId) -> bool {
-        self.set.remove(&(key, t))
+        match self.live().binary_search(&(key, t)) {
+            Ok(i) => {
+                self.v.remove(self.head + i);
+                self.changes += 1;
+                self.compact();
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Take the task that runs next.
     pub fn pop_first(&mut self) -> Option<TaskId> {
-        self.set.pop_first().map(|(_, t)| t)
+        self.changes += 1;
+        let (_, t) = *self.v.get(self.head)?;
+        self.head += 1;
+        self.compact();
+        Some(t)
+    }
+
+    /// Drop the entries that left once they are half of the buffer.
+    fn compact(&mut self) {
+        if self.head == self.v.len() {
+            self.v.clear();
+            self.head = 0;
+        } else if self.head >= 16 && 2 * self.head >= self.v.len() {
+            self.v.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
+    /// A number that changes whenever a task joins or leaves the list: while it stays the
+    /// same, so do the tasks waiting (balancers cache what they count over them).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     pub fn len(&self) -> usize {
-        self.set.len()
+        self.v.len() - self.head
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.len() == 0
     }
 
     /// Waiting tasks, next to run first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + '_ {
-        self.set.iter().map(|(_, t)| *t)
+        self.live().iter().map(|(_, t)| *t)
     }
 }
 
@@ -230,7 +302,10 @@ impl RunQueue {
 pub struct Kernel {
     pub topo: Arc<Topology>,
     pub params: KernelParams,
-    pub workload: Arc<Workload>,
+    /// The kernel's own copy of the workload. An `Rc`, not the caller's `Arc`: the
+    /// interpreter holds a counted reference across every phase it runs, and an `Rc`
+    /// counts without an atomic (a run lives on one thread).
+    pub workload: Rc<Workload>,
     pub now: Ns,
     pub events: EventQueue,
     pub rqs: Vec<RunQueue>,
@@ -400,7 +475,7 @@ impl Kernel {
             chans: vec![Channel::default(); workload.channels],
             topo,
             params,
-            workload,
+            workload: Rc::new(Arc::unwrap_or_clone(workload)),
             now: 0,
             events,
             rqs,

@@ -4,6 +4,7 @@
 
 use super::contention;
 use super::cost;
+use super::solve_memo;
 use super::task::{OpCache, PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::program::Phase;
@@ -544,6 +545,9 @@ impl Kernel {
         writers: &HashMap<usize, SharedLines>,
         s: &mut RefreshScratch,
     ) {
+        // The node list reuses the buffer of a registration replaced earlier.
+        let mut nz = s.spare_nz.pop().unwrap_or_default();
+        nz.clear();
         let new = self.rqs[c].curr.and_then(|t| match self.tasks[t].work {
             PhaseWork::MemOps => {
                 let pid = self.tasks[t].pid;
@@ -552,48 +556,57 @@ impl Kernel {
                     s.rerate.push(c);
                 }
                 let op = &self.tasks[t].op_cache.as_ref()?.op;
+                nz.extend_from_slice(&op.nz);
                 Some(contention::Reg {
                     task: t,
                     pid,
                     demand: true,
                     contended: self.op_contended(t),
                     fp: op.fp,
-                    nz: op.nz.clone(),
+                    nz: std::mem::take(&mut nz),
                 })
             }
-            PhaseWork::Touch { .. } => Some(contention::Reg {
-                task: t,
-                pid: self.tasks[t].pid,
-                demand: false,
-                contended: false,
-                fp: 0,
-                nz: vec![self.touch_rate(t).0],
-            }),
+            PhaseWork::Touch { .. } => {
+                nz.push(self.touch_rate(t).0);
+                Some(contention::Reg {
+                    task: t,
+                    pid: self.tasks[t].pid,
+                    demand: false,
+                    contended: false,
+                    fp: 0,
+                    nz: std::mem::take(&mut nz),
+                })
+            }
             _ => None,
         });
-        let key = |r: &Option<contention::Reg>| {
-            r.as_ref()
-                .filter(|r| r.demand)
-                .map(|r| (r.fp, r.nz.clone()))
-        };
-        let new_key = key(&new);
-        // A first touch whose page groups now land elsewhere has a new rate.
-        let touch_nz = new.as_ref().filter(|r| !r.demand).map(|r| r.nz.clone());
+        if nz.capacity() > 0 {
+            s.spare_nz.push(nz);
+        }
         let old = self.cx.replace(c, new);
-        if touch_nz.is_some() && old.as_ref().map(|r| &r.nz) != touch_nz.as_ref() {
-            s.rerate.push(c);
-        }
-        if key(&old) == new_key {
-            return;
-        }
-        // The demand on the nodes changed: their factors may move.
-        let old_nz = old.filter(|r| r.demand).map(|r| r.nz).unwrap_or_default();
-        let new_nz = new_key.map(|k| k.1).unwrap_or_default();
-        for j in old_nz.into_iter().chain(new_nz) {
-            if !s.in_set[j] {
-                s.in_set[j] = true;
-                s.nodes.push(j);
+        let new = self.cx.reg(c);
+        // A first touch whose page groups now land elsewhere has a new rate.
+        if let Some(touch) = new.filter(|r| !r.demand) {
+            if old.as_ref().map(|r| &r.nz) != Some(&touch.nz) {
+                s.rerate.push(c);
             }
+        }
+        if demand_key(old.as_ref()) != demand_key(new) {
+            // The demand on the nodes changed: their factors may move.
+            let old_nz = old.as_ref().filter(|r| r.demand).map(|r| r.nz.as_slice());
+            let new_nz = new.filter(|r| r.demand).map(|r| r.nz.as_slice());
+            for &j in old_nz
+                .unwrap_or_default()
+                .iter()
+                .chain(new_nz.unwrap_or_default())
+            {
+                if !s.in_set[j] {
+                    s.in_set[j] = true;
+                    s.nodes.push(j);
+                }
+            }
+        }
+        if let Some(old) = old {
+            s.spare_nz.push(old.nz);
         }
     }
 
@@ -604,17 +617,28 @@ impl Kernel {
             return;
         }
         self.cx.users_of(&s.nodes, &mut s.tmp);
-        let demands: Vec<&cost::LinearOp> = s
-            .tmp
-            .iter()
-            .filter_map(|&c| self.cx.reg(c).filter(|r| r.demand))
-            .filter_map(|r| self.tasks[r.task].op_cache.as_ref().map(|o| &o.op))
-            .collect();
+        let mut demands = recycle(std::mem::take(&mut s.demands));
+        demands.extend(
+            s.tmp
+                .iter()
+                .filter_map(|&c| self.cx.reg(c).filter(|r| r.demand))
+                .filter_map(|r| self.tasks[r.task].op_cache.as_ref().map(|o| &o.op)),
+        );
+        // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
         s.q.clone_from(&self.q);
-        let iterations =
-            cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
+        s.key.build(&s.nodes, &s.q, &demands);
+        let iterations = match s.memo.recall(&s.key, &s.nodes, &mut s.q) {
+            Some(iterations) => iterations,
+            None => {
+                let iterations =
+                    cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
+                s.memo.store(&s.key, &s.nodes, &s.q, iterations);
+                iterations
+            }
+        };
         self.counters.contention_iterations += u64::from(iterations);
+        s.demands = recycle(demands);
         s.moved.clear();
         for &j in &s.nodes {
             let same = s.q.local[j].to_bits() == self.q.local[j].to_bits()
@@ -733,6 +757,19 @@ impl Kernel {
     }
 }
 
+/// An emptied list of demands with the allocation of `v`, for borrows of another lifetime
+/// (the refresh keeps one buffer across calls instead of collecting a new list each solve).
+fn recycle<'b>(mut v: Vec<&cost::LinearOp>) -> Vec<&'b cost::LinearOp> {
+    v.clear();
+    // Collecting a mapped `IntoIter` into a vector of the same layout reuses its allocation.
+    v.into_iter().map(|_| unreachable!("emptied")).collect()
+}
+
+/// What identifies a registration's demand on the memory nodes (none for a first touch).
+fn demand_key(r: Option<&contention::Reg>) -> Option<(u64, &[topo::NodeId])> {
+    r.filter(|r| r.demand).map(|r| (r.fp, r.nz.as_slice()))
+}
+
 /// Buffers of [`Kernel::refresh_contention`], kept between calls so that a refresh does not
 /// allocate.
 #[derive(Debug, Default)]
@@ -752,6 +789,13 @@ pub(super) struct RefreshScratch {
     /// The solve's result before it becomes the kernel's.
     q: cost::Contention,
     solve: cost::SolveBuffers,
+    /// Node lists of replaced registrations, for the next ones (no allocation per switch).
+    spare_nz: Vec<Vec<topo::NodeId>>,
+    /// The buffer of the solve's list of demands (always empty between solves).
+    demands: Vec<&'static cost::LinearOp>,
+    /// The inputs of the solve at hand, and the solves of this run by their inputs.
+    key: solve_memo::SolveKey,
+    memo: solve_memo::SolveMemo,
 }
 
 impl Kernel {

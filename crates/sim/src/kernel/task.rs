@@ -3,6 +3,7 @@
 use super::cost::LinearOp;
 use crate::memory::Region;
 use crate::time::Ns;
+use std::cell::Cell;
 use topo::{CpuId, CpuSet, NodeId};
 
 pub type TaskId = usize;
@@ -159,6 +160,9 @@ pub struct Process {
     pub threads: Vec<TaskId>,
     /// Bumped whenever any page group of the process is placed, moved or freed.
     pub mem_version: u64,
+    /// [`Process::main_node`] as of a `mem_version`: the node-affine balancers ask it for
+    /// every queued task of every pass, and the memory rarely moves between passes.
+    pub main_node_memo: Cell<Option<(u64, Option<NodeId>)>>,
 }
 
 impl Process {
@@ -176,6 +180,18 @@ impl Process {
     /// The node holding most of this process's memory (ties: lowest id); None before any
     /// memory is placed.
     pub fn main_node(&self, nr_nodes: usize) -> Option<NodeId> {
+        if let Some((version, node)) = self.main_node_memo.get() {
+            if version == self.mem_version {
+                return node;
+            }
+        }
+        let node = self.count_main_node(nr_nodes);
+        self.main_node_memo.set(Some((self.mem_version, node)));
+        node
+    }
+
+    /// [`Process::main_node`] counted from the regions.
+    fn count_main_node(&self, nr_nodes: usize) -> Option<NodeId> {
         // No allocation: this runs inside balancing passes.
         let mut best: Option<(NodeId, u64)> = None;
         for n in 0..nr_nodes {

@@ -198,6 +198,7 @@ impl CpuScheduler for NodeAffine {
         let homes = Homes {
             home: &home,
             bonus: self.home_bonus,
+            by_memory: flavor == Flavor::Dynamic,
         };
         let homes = matches!(flavor, Flavor::Static | Flavor::Dynamic).then_some(&homes);
         self.pb.balance(k, cpu, idle.is_idle(), homes);

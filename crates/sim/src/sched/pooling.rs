@@ -52,6 +52,18 @@ pub struct Homes<'a> {
     pub home: &'a dyn Fn(&Kernel, TaskId) -> Option<NodeId>,
     /// Load added to a remote runqueue per task on it homed on the balancing CPU's node.
     pub bonus: usize,
+    /// A task's home depends only on its process's memory (`node-affine-dynamic`): the
+    /// count of a runqueue's tasks per home stays valid while its tasks and the machine's
+    /// memory placement stay the same, so it is counted once, not once per balancing CPU.
+    pub by_memory: bool,
+}
+
+/// Per CPU: how many of its tasks (running or waiting) each node is home to, and what it
+/// was counted for (the runqueue's membership changes, its current task, memory version).
+#[derive(Clone, Debug, Default)]
+struct HomedCount {
+    stamp: Option<(u64, Option<TaskId>, u64)>,
+    per_node: Vec<usize>,
 }
 
 /// A pool's load as one pass sees it.
@@ -79,6 +91,8 @@ pub struct PoolBalancer {
     imbalance_pct: u32,
     /// Most tasks one pass moves (the patch: 1).
     max_pull: usize,
+    /// Per CPU, its tasks per home ([`Homes::by_memory`] only).
+    homed: Vec<HomedCount>,
 }
 
 impl PoolBalancer {
@@ -107,6 +121,7 @@ impl PoolBalancer {
             decay: p.kernel.cache_decay.saturating_sub(tick).max(tick.max(1)),
             imbalance_pct: p.imbalance_pct,
             max_pull: p.max_pull.max(1),
+            homed: vec![HomedCount::default(); n],
         }
     }
 
@@ -155,14 +170,6 @@ impl PoolBalancer {
         }
     }
 
-    /// The smoothed load of `c` as `this` sees it, remembering the length for next time.
-    fn cpu_load(&mut self, k: &Kernel, this: CpuId, c: CpuId, idle: bool) -> usize {
-        let now = k.nr_running(c);
-        let prev = self.prev_nr[this][c] as usize;
-        self.prev_nr[this][c] = now as u32;
-        if idle || now < prev { now } else { prev }
-    }
-
     /// `calc_pool_load`: pool `pool` as `this` sees it; with `homes` (pools are nodes then),
     /// tasks homed on `this`'s node add the bonus.
     fn pool_load(
@@ -174,20 +181,21 @@ impl PoolBalancer {
         homes: Option<&Homes>,
     ) -> PoolLoad {
         let this_node = k.node_of(this);
-        let cpus: Vec<CpuId> = self.pools[pool].iter().collect();
-        let (mut total, mut busiest) = (0usize, None::<(CpuId, usize)>);
-        for &c in &cpus {
-            let mut load = self.cpu_load(k, this, c, idle);
+        let prev = &mut self.prev_nr[this];
+        let (mut total, mut busiest, mut cpus) = (0usize, None::<(CpuId, usize)>, 0usize);
+        for c in self.pools[pool].iter() {
+            let mut load = smoothed_load(prev, k, c, idle);
             if let Some(h) = homes {
-                load += h.bonus * homed_on(k, c, this_node, h);
+                load += h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
             }
             total += load;
+            cpus += 1;
             if busiest.is_none_or(|(_, m)| load > m) {
                 busiest = Some((c, load));
             }
         }
         PoolLoad {
-            load: total * BALANCE_FACTOR / cpus.len().max(1),
+            load: total * BALANCE_FACTOR / cpus.max(1),
             busiest,
         }
     }
@@ -259,6 +267,15 @@ impl PoolBalancer {
     }
 }
 
+/// The load of `c` as a CPU whose previous lengths are `prev` sees it: the smaller of now and
+/// the previous pass (the current length when idle), remembering the length for next time.
+fn smoothed_load(prev: &mut [u32], k: &Kernel, c: CpuId, idle: bool) -> usize {
+    let now = k.nr_running(c);
+    let before = prev[c] as usize;
+    prev[c] = now as u32;
+    if idle || now < before { now } else { before }
+}
+
 /// `task_to_steal`'s weight of a movable task: the `cool` periods of `cache_decay_ticks`
 /// since it last ran; under the node-affine patch (`home` is Some) capped at 99, plus 100 if
 /// its homenode is the stealing CPU's node, minus 100 if it is the source's node.
@@ -275,6 +292,28 @@ pub fn steal_weight(cool: u64, home: Option<Option<NodeId>>, this: NodeId, src: 
         w -= MAX_CACHE_WEIGHT;
     }
     w
+}
+
+/// [`homed_on`], from `cache` when the homes depend on memory only and nothing they depend
+/// on changed since it was counted.
+fn homed_count(cache: &mut [HomedCount], k: &Kernel, cpu: CpuId, node: NodeId, h: &Homes) -> usize {
+    if !h.by_memory {
+        return homed_on(k, cpu, node, h);
+    }
+    let rq = &k.rqs[cpu];
+    let stamp = (rq.queue.changes(), rq.curr, k.mem.version());
+    let c = &mut cache[cpu];
+    if c.stamp != Some(stamp) {
+        c.per_node.clear();
+        c.per_node.resize(k.topo.nr_nodes(), 0);
+        for t in rq.curr.into_iter().chain(rq.queue.iter()) {
+            if let Some(n) = (h.home)(k, t) {
+                c.per_node[n] += 1;
+            }
+        }
+        c.stamp = Some(stamp);
+    }
+    c.per_node[node]
 }
 
 /// Tasks on `cpu` (running or waiting) whose homenode is `node` (`nr_homenode`).

@@ -60,6 +60,33 @@ fn next(x: &mut u64) -> u64 {
     *x
 }
 
+/// Random read-modify-write updates of a buffer: the busy, memory-bound work of memhog and
+/// selfhog.
+struct Updates {
+    x: u64,
+    sum: u64,
+}
+
+impl Updates {
+    fn new(seed: u64) -> Self {
+        Updates {
+            x: 0x9e37_79b9_7f4a_7c15u64 ^ seed,
+            sum: 0,
+        }
+    }
+
+    /// `count` updates of random words of `v`.
+    fn run(&mut self, v: &mut [u64], count: usize) {
+        let n = v.len() as u64;
+        for _ in 0..count {
+            let k = (next(&mut self.x) % n) as usize;
+            v[k] = v[k].wrapping_add(1);
+            self.sum = self.sum.wrapping_add(v[k]);
+        }
+        std::hint::black_box(self.sum);
+    }
+}
+
 fn memhog(args: &[String]) {
     let mib = num(args.first(), "memhog MIB");
     let mut ready = None;
@@ -78,16 +105,9 @@ fn memhog(args: &[String]) {
         fs::write(&f, format!("{}\n", std::process::id()))
             .unwrap_or_else(|e| die(&format!("{f}: {e}")));
     }
-    let n = v.len() as u64;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
-    let mut sum = 0u64;
+    let mut updates = Updates::new(u64::from(std::process::id()));
     loop {
-        for _ in 0..1_000_000 {
-            let k = (next(&mut x) % n) as usize;
-            v[k] = v[k].wrapping_add(1);
-            sum = sum.wrapping_add(v[k]);
-        }
-        std::hint::black_box(sum);
+        updates.run(&mut v, 1_000_000);
     }
 }
 
@@ -128,19 +148,12 @@ fn selfhog(args: &[String]) {
         })
         .unwrap_or_else(|e| die(&format!("spawn: {e}")));
     let mut v = touch(mib - mib / 2);
-    let n = v.len() as u64;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut sum = 0u64;
+    let mut updates = Updates::new(1);
     let mut widened = false;
     loop {
         // Short rounds: under TCG a million random updates take seconds, and the widening
         // must come on time.
-        for _ in 0..10_000 {
-            let k = (next(&mut x) % n) as usize;
-            v[k] = v[k].wrapping_add(1);
-            sum = sum.wrapping_add(v[k]);
-        }
-        std::hint::black_box(sum);
+        updates.run(&mut v, 10_000);
         if !widened && Instant::now() >= at {
             widen_self();
             widened = true;

@@ -1,9 +1,9 @@
 //! Step 4, *memory*: bring remote memory home, largest remote share first, in `MoveMemory`
 //! batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total, each batch
 //! to the nearest home node with room. A request is judged once fresh per-node figures are in:
-//! memory on a node that did not shrink by half of what was asked (pinned pages, a memory
-//! policy of its own) is left alone there for `move_retry_s`, so the budget goes to memory
-//! that moves.
+//! memory on a node that did not shrink by half of what was asked, twice in a row (pinned
+//! pages, a memory policy of its own), is left alone there for `move_retry_s`, so the budget
+//! goes to memory that moves.
 //!
 //! With the kernel's NUMA balancing active for a process, the kernel migrates its pages to the
 //! node of the CPU that touches them, from the process's own threads, in parallel, and once
@@ -116,7 +116,13 @@ impl HomenodePolicy {
                 if p.mem_sampled_ns > st.requested_at_ns {
                     for &(from, asked, had) in &st.requested {
                         asked_total = asked_total.saturating_add(asked);
-                        if p.bytes[from].saturating_add(asked / 2) > had {
+                        let moved_half = p.bytes[from].saturating_add(asked / 2) <= had;
+                        // One short move may be pages busy for a moment (the kernel's own
+                        // migration of them); two in a row is memory that will not move.
+                        if moved_half {
+                            st.short.remove(&from);
+                        } else if !st.short.insert(from) {
+                            st.short.remove(&from);
                             st.blocked.insert(from, now.saturating_add(retry_ns));
                         }
                     }

@@ -49,7 +49,7 @@ mod release;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use topo::NodeId;
 
@@ -76,6 +76,9 @@ struct PidState {
     requested_at_ns: u64,
     /// Node -> time before which its memory on that node is not asked to move again.
     blocked: BTreeMap<NodeId, u64>,
+    /// Nodes whose last request moved less than half of what was asked: a second such
+    /// request in a row blocks the node.
+    short: BTreeSet<NodeId>,
     /// The node its home should clearly be on, and in how many decisions in a row it was so.
     wrong_target: Option<NodeId>,
     wrong_streak: u32,
@@ -94,6 +97,7 @@ impl PidState {
     fn homed_at(&mut self, now: u64) {
         self.last_move_ns = Some(now);
         self.blocked.clear();
+        self.short.clear();
         self.kernel_watch = None;
     }
 }

@@ -568,10 +568,33 @@ fn memory_that_will_not_move_is_left_alone_for_a_while() {
     let mut stale = p.clone();
     stale.memory_sampled_ns = Some(0);
     assert!(pol.decide(&snap(&t, 1, vec![stale])).is_empty());
-    // Fresh figures, nothing moved: blocked for move_retry_s (300 s).
-    assert!(pol.decide(&snap(&t, 2, vec![p.clone()])).is_empty());
+    // Fresh figures, nothing moved: asked once more (pages may have been busy for a moment).
+    assert_eq!(pol.decide(&snap(&t, 2, vec![p.clone()])).len(), 2);
+    // Nothing moved again: blocked for move_retry_s (300 s).
+    assert!(pol.decide(&snap(&t, 3, vec![p.clone()])).is_empty());
     assert!(pol.decide(&snap(&t, 250, vec![p.clone()])).is_empty());
-    assert_eq!(pol.decide(&snap(&t, 303, vec![p])).len(), 2);
+    assert_eq!(pol.decide(&snap(&t, 304, vec![p])).len(), 2);
+}
+
+/// The VM rig's `numatest8`: with the kernel's NUMA balancing migrating the same pages,
+/// `move_pages` moved part of a batch and found the rest busy ("2170 pages moved, 2419
+/// failed"), less than half of what was asked, and the job's remaining remote memory was
+/// left alone for `move_retry_s` (300 s) after that one try. One short move is now asked
+/// again; only a second in a row blocks the node.
+#[test]
+fn one_short_move_is_tried_again_before_the_node_is_left_alone() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let at = |now_s: u64, remote_mib: u64| {
+        let mut p = homed(proc(&t, 1, 1.0, 1, 1, &[remote_mib * MIB, GIB]), &[1]);
+        p.memory_sampled_ns = Some(now_s * 1_000_000_000);
+        snap(&t, now_s, vec![p])
+    };
+    let mut pol = HomenodePolicy::default();
+    assert_eq!(moved_bytes(&pol.decide(&at(0, 64)), 1), 64 * MIB);
+    // 24 of the 64 MiB moved (less than half): asked again for the 40 left.
+    assert_eq!(moved_bytes(&pol.decide(&at(1, 40)), 1), 40 * MIB);
+    // This time it all moved: nothing left, nothing blocked.
+    assert!(pol.decide(&at(2, 0)).is_empty());
 }
 
 #[test]

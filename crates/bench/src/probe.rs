@@ -623,13 +623,17 @@ impl ProbeResult {
                 .node_bandwidth_gbps()
                 .map(|b| format!(" --machine-set bandwidth_gbps={b:.1}"))
                 .unwrap_or_default();
+            let llc_kib = self
+                .effective_llc_kib()
+                .map(|k| format!(" --machine-set llc_kib={k}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
                 "[cpu] mlp = {mlp:.1}, stream_mlp = {stream:.0} (latency x rate / line), \
                  llc_latency_ns = {llc:.0} (ns per independent LLC hit x mlp).\n\
                  For `homenode sim --machine host`: --machine-set local_latency_ns={local:.0} \
                  --machine-set mlp={mlp:.1} --machine-set stream_mlp={stream:.0} \
-                 --machine-set llc_latency_ns={llc:.0}{bandwidth}"
+                 --machine-set llc_latency_ns={llc:.0}{llc_kib}{bandwidth}"
             );
         }
         s
@@ -821,6 +825,12 @@ mod tests {
         // Half-way from 10 ns to the memory's 128 ns is 69 ns: 1024 KiB is the last below.
         assert_eq!(r.effective_llc_kib(), Some(1024));
         assert!(text.contains("--machine-set llc_kib=1024"), "{text}");
+        let flags = text.lines().last().unwrap_or_default();
+        assert!(
+            flags.starts_with("For `homenode sim --machine host`:")
+                && flags.contains("--machine-set llc_kib=1024"),
+            "{flags}"
+        );
         let none = ProbeResult { cells: vec![], ..r };
         assert_eq!(none.stream_mlp(), None);
     }

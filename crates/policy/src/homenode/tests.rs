@@ -375,12 +375,19 @@ fn background_noise_below_a_busy_thread_leaves_room() {
 /// others' on their own nodes. No node has room, and the "scores best" choice used to
 /// skip the balance rule: node 0 (nearest to the memory) took three jobs while other
 /// nodes got fewer. The homes must stay balanced: jobs per node differ by at most one.
+/// A burst of 80 message-passing threads using `cpu` CPUs spread evenly over a 4-node
+/// machine, left alone (numa_test's hackbench).
+fn burst(t: &Topology, cpu: f64) -> ProcessView {
+    let mut b = proc(t, 99, cpu, 80, 0, &[0, 0, 0, 0]);
+    b.leave_alone = true;
+    b.node_runtime = vec![0.25; 4];
+    b
+}
+
 #[test]
 fn homes_stay_balanced_when_no_node_has_room() {
     let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
-    let mut burst = proc(&t, 99, 6.0, 80, 0, &[0, 0, 0, 0]);
-    burst.leave_alone = true;
-    burst.node_runtime = vec![0.25; 4];
+    let burst = burst(&t, 6.0);
     let mem = |n: usize| {
         let mut v = vec![0u64; 4];
         v[n] = 20 * MIB;
@@ -1105,9 +1112,7 @@ fn one_thread_never_wants_more_than_one_cpu() {
         ..Default::default()
     };
     let mut pol = HomenodePolicy::new(cfg).expect("config");
-    let mut burst = proc(&t, 99, 6.0, 80, 0, &[0, 0, 0, 0]);
-    burst.leave_alone = true;
-    burst.node_runtime = vec![0.25; 4];
+    let burst = burst(&t, 6.0);
     let job = |pid: u32, n: usize, used: f64, waited: f64| {
         let mut v = vec![0u64; 4];
         v[n] = 20 * MIB;
@@ -1155,9 +1160,7 @@ fn room_on_one_node_does_not_let_it_take_more_than_its_share_of_homes() {
         min_rss_mib: 16,
         ..Default::default()
     };
-    let mut burst = proc(&t, 99, 4.0, 80, 0, &[0, 0, 0, 0]);
-    burst.leave_alone = true;
-    burst.node_runtime = vec![0.25; 4];
+    let burst = burst(&t, 4.0);
     let mut procs = vec![burst];
     for (pid, n) in [
         (1, 2),

@@ -375,6 +375,15 @@ fn background_noise_below_a_busy_thread_leaves_room() {
 /// others' on their own nodes. No node has room, and the "scores best" choice used to
 /// skip the balance rule: node 0 (nearest to the memory) took three jobs while other
 /// nodes got fewer. The homes must stay balanced: jobs per node differ by at most one.
+/// The policy with `min_rss_mib` 16, which numa_test's 20 MB jobs need to be placed.
+fn for_small_jobs() -> HomenodePolicy {
+    HomenodePolicy::new(HomenodeConfig {
+        min_rss_mib: 16,
+        ..Default::default()
+    })
+    .expect("config")
+}
+
 /// A burst of 80 message-passing threads using `cpu` CPUs spread evenly over a 4-node
 /// machine, left alone (numa_test's hackbench).
 fn burst(t: &Topology, cpu: f64) -> ProcessView {
@@ -961,11 +970,7 @@ fn a_process_that_would_overload_the_idle_node_does_not_see_saw() {
         .collect();
     let mut daemon = proc(&t, 9, 0.3, 1, 0, &[0, 0]);
     daemon.leave_alone = true;
-    let cfg = HomenodeConfig {
-        min_rss_mib: 16,
-        ..Default::default()
-    };
-    let mut pol = HomenodePolicy::new(cfg).expect("config");
+    let mut pol = for_small_jobs();
     let mut procs = vec![p, daemon];
     let mut moves = Vec::new();
     for s in 0..10u64 {
@@ -1107,11 +1112,7 @@ fn a_kernel_slower_than_half_of_homenodes_pace_is_not_waited_for() {
 #[test]
 fn one_thread_never_wants_more_than_one_cpu() {
     let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
-    let cfg = HomenodeConfig {
-        min_rss_mib: 16,
-        ..Default::default()
-    };
-    let mut pol = HomenodePolicy::new(cfg).expect("config");
+    let mut pol = for_small_jobs();
     let burst = burst(&t, 6.0);
     let job = |pid: u32, n: usize, used: f64, waited: f64| {
         let mut v = vec![0u64; 4];
@@ -1156,10 +1157,6 @@ fn one_thread_never_wants_more_than_one_cpu() {
 #[test]
 fn room_on_one_node_does_not_let_it_take_more_than_its_share_of_homes() {
     let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
-    let cfg = HomenodeConfig {
-        min_rss_mib: 16,
-        ..Default::default()
-    };
     let burst = burst(&t, 4.0);
     let mut procs = vec![burst];
     for (pid, n) in [
@@ -1183,7 +1180,7 @@ fn room_on_one_node_does_not_let_it_take_more_than_its_share_of_homes() {
     for (n, v) in s.nodes.iter_mut().enumerate() {
         v.cpu_idle = if n == 2 { 1.5 } else { 0.0 };
     }
-    let a = HomenodePolicy::new(cfg).expect("config").decide(&s);
+    let a = for_small_jobs().decide(&s);
     let mut per_node = [0usize; 4];
     for (_, h) in homes(&a) {
         per_node[h[0]] += 1;

@@ -10,6 +10,7 @@
 //! host and a benchmark of it can be put side by side ([`compare`](crate::report::compare)).
 //! [`overhead`] measures what the sampling costs.
 
+pub mod clock;
 pub mod daemon;
 pub mod error;
 pub mod hackbench;

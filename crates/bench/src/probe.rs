@@ -89,6 +89,9 @@ pub struct ProbeResult {
     pub cache_curve: Vec<(usize, f64)>,
     /// What all of each node's CPUs get together, one entry per node with CPUs.
     pub co_run: Vec<NodeCoRun>,
+    /// The core clock a chain of dependent adds runs at, MHz (the cost model's
+    /// `cpu.freq_mhz`; `None` where it cannot be timed). [`crate::clock`].
+    pub core_mhz: Option<f64>,
 }
 
 /// One node's CPUs running the stream and random-update loops at once, one thread per CPU,
@@ -528,6 +531,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
             });
         }
     }
+    let core_mhz = crate::clock::core_mhz(CLOCK_ADDS, cfg.rounds, thread_cpu_s);
     let llc_kib = (host.topology.cpu_model.llc_bytes / 1024) as usize;
     let cache_curve = cache_curve(&nodes, llc_kib, cfg)?;
     let llc_chase_kib = (llc_kib / 4).max(64);
@@ -551,8 +555,12 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         llc_gather_ns,
         cache_curve,
         co_run,
+        core_mhz,
     })
 }
+
+/// Dependent adds per timed run of the clock: about a tenth of a second at 4 GHz.
+const CLOCK_ADDS: u64 = 400_000_000;
 
 impl ProbeResult {
     /// The results as a table, and the `[memory]` keys of a machine file they give.
@@ -613,6 +621,12 @@ impl ProbeResult {
             );
         }
         self.co_run_text(&mut s);
+        if let Some(mhz) = self.core_mhz {
+            let _ = writeln!(
+                s,
+                "core clock: {mhz:.0} MHz (dependent adds, one per cycle, in the thread's CPU time)"
+            );
+        }
         if let (Some(local), Some(stream), Some(mlp), Some(llc)) = (
             self.local_latency_ns(),
             self.stream_mlp(),
@@ -627,13 +641,17 @@ impl ProbeResult {
                 .effective_llc_kib()
                 .map(|k| format!(" --machine-set llc_kib={k}"))
                 .unwrap_or_default();
+            let clock = self
+                .core_mhz
+                .map(|m| format!(" --machine-set freq_mhz={m:.0}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
                 "[cpu] mlp = {mlp:.1}, stream_mlp = {stream:.0} (latency x rate / line), \
                  llc_latency_ns = {llc:.0} (ns per independent LLC hit x mlp).\n\
                  For `homenode sim --machine host`: --machine-set local_latency_ns={local:.0} \
                  --machine-set mlp={mlp:.1} --machine-set stream_mlp={stream:.0} \
-                 --machine-set llc_latency_ns={llc:.0}{llc_kib}{bandwidth}"
+                 --machine-set llc_latency_ns={llc:.0}{llc_kib}{bandwidth}{clock}"
             );
         }
         s
@@ -810,6 +828,7 @@ mod tests {
             llc_gather_ns: 4.0,
             cache_curve: vec![(256, 10.0), (512, 20.0), (1024, 60.0), (2048, 100.0)],
             co_run: vec![],
+            core_mhz: Some(4249.6),
         };
         // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
         assert!((r.stream_mlp().unwrap() - 51.2).abs() < 1e-9);
@@ -828,7 +847,8 @@ mod tests {
         let flags = text.lines().last().unwrap_or_default();
         assert!(
             flags.starts_with("For `homenode sim --machine host`:")
-                && flags.contains("--machine-set llc_kib=1024"),
+                && flags.contains("--machine-set llc_kib=1024")
+                && flags.contains("--machine-set freq_mhz=4250"),
             "{flags}"
         );
         let none = ProbeResult { cells: vec![], ..r };
@@ -952,6 +972,7 @@ mod tests {
             llc_gather_ns: 4.0,
             cache_curve: vec![],
             co_run: vec![node(0, 15.04, 1.25)],
+            core_mhz: None,
         };
         assert_eq!(r.node_bandwidth_gbps(), Some(15.04));
         assert_eq!(r.co_run_relative_rate(), Some(0.8));
@@ -964,6 +985,7 @@ mod tests {
         );
         assert!(text.contains("\n   0        2      "), "{text}");
         assert!(text.contains("? / 98%"), "{text}");
+        assert!(!text.contains("freq_mhz"), "no clock, no flag: {text}");
         assert!(!text.contains("off its CPU"), "{text}");
         let busy = ProbeResult {
             co_run: vec![NodeCoRun {

@@ -30,8 +30,9 @@ pub struct NumaTestArgs {
     /// Machine: preset name, spec file (.toml) or synthetic spec (nodes=4,cpus-per-node=4,remote-ratio=1.6).
     #[arg(long, default_value = "azusa16")]
     machine: String,
-    /// A cost-model figure of the machine, PARAM=VALUE (repeatable): mlp, stream_mlp,
-    /// llc_latency_ns, llc_kib, local_latency_ns, bandwidth_gbps, remote_bandwidth_ratio
+    /// A cost-model figure of the machine, PARAM=VALUE (repeatable): freq_mhz, out_of_order
+    /// (0 or 1), mlp, stream_mlp, llc_latency_ns, llc_kib, local_latency_ns, bandwidth_gbps,
+    /// remote_bandwidth_ratio
     /// (`homenode bench probe` prints this host's).
     #[arg(long = "machine-set", value_name = "PARAM=VALUE")]
     machine_set: Vec<String>,

@@ -79,6 +79,11 @@ pub struct CpuModel {
     /// queue entries): how long it runs on while waiting for ownership of a line it writes.
     /// 0 when not known (no credit).
     pub store_buffer: u32,
+    /// The core issues past a load that misses (out-of-order execution): one operation's core
+    /// work and its memory stalls overlap, and it costs the longest of them rather than their
+    /// sum (docs/MODEL.md §4, "Overlap"). `false`: an in-order core that stalls at the first
+    /// use of a missing load, so the parts add up.
+    pub out_of_order: bool,
 }
 
 impl CpuModel {

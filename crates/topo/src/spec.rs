@@ -92,6 +92,10 @@ pub struct CpuSpec {
     /// hits cost nothing beyond the operation's core cycles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_latency_ns: Option<f64>,
+    /// The core executes out of order, overlapping an operation's core work with its memory
+    /// stalls; absent: `false`, an in-order core whose stalls add to its work.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_order: bool,
 }
 
 /// `[memory]` table.
@@ -356,6 +360,7 @@ impl MachineSpec {
             llc_bytes,
             line_bytes: c.line_bytes,
             store_buffer: c.store_buffer,
+            out_of_order: c.out_of_order,
         })
     }
 

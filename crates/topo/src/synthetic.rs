@@ -133,6 +133,7 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
             store_buffer: base.cpu.store_buffer,
             stream_mlp: base.cpu.stream_mlp,
             llc_latency_ns: base.cpu.llc_latency_ns,
+            out_of_order: base.cpu.out_of_order,
         },
         memory,
         node_overrides: Vec::new(),

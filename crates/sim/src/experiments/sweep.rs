@@ -62,7 +62,9 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 7] = [
+pub const MACHINE_PARAMS: [&str; 9] = [
+    "freq_mhz",
+    "out_of_order",
     "llc_kib",
     "mlp",
     "stream_mlp",
@@ -99,6 +101,12 @@ fn valid_range(param: &str) -> (f64, f64, String) {
             let (lo, hi) = BANDWIDTH_GBPS_RANGE;
             (lo, hi, format!("a number of GB/s from {lo} to {hi}"))
         }
+        "freq_mhz" => (
+            1.0,
+            100_000.0,
+            "a clock in MHz from 1 to 100000".to_string(),
+        ),
+        "out_of_order" => (0.0, 1.0, "0 (in order) or 1 (out of order)".to_string()),
         _ => (f64::MIN_POSITIVE, f64::MAX, "a positive number".to_string()),
     }
 }
@@ -113,7 +121,13 @@ pub fn machine_value(param: &str, text: &str) -> Result<f64, MachineParamError> 
     }
     let (lo, hi, range) = valid_range(param);
     match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Ok(v),
+        Ok(v)
+            if v.is_finite()
+                && (lo..=hi).contains(&v)
+                && (param != "out_of_order" || v.fract() == 0.0) =>
+        {
+            Ok(v)
+        }
         _ => Err(MachineParamError::BadValue {
             param: param.to_string(),
             value: text.trim().to_string(),
@@ -133,6 +147,8 @@ pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
                 n.bandwidth_gbps = v;
             }
         }
+        "freq_mhz" => t.cpu_model.freq_mhz = v,
+        "out_of_order" => t.cpu_model.out_of_order = v != 0.0,
         "mlp" => t.cpu_model.mlp = v,
         "stream_mlp" => t.cpu_model.stream_mlp = Some(v),
         "llc_latency_ns" => t.cpu_model.llc_latency_ns = Some(v),
@@ -317,6 +333,21 @@ mod tests {
                 format!("`bandwidth_gbps` = {v}: must be a number of GB/s from 0.1 to 100000")
             );
         }
+        assert_eq!(machine_value("freq_mhz", "4250"), Ok(4250.0));
+        assert_eq!(machine_value("out_of_order", "1"), Ok(1.0));
+        for v in ["0.5", "2", "-1"] {
+            let e = machine_value("out_of_order", v).unwrap_err().to_string();
+            assert!(e.contains("0 (in order) or 1 (out of order)"), "{e}");
+        }
+        let t = topo::preset("azusa16").expect("preset");
+        let m = machine_with(&t, "out_of_order", 1.0).expect("known");
+        assert!(m.cpu_model.out_of_order && !t.cpu_model.out_of_order);
+        assert_eq!(
+            machine_with(&t, "freq_mhz", 1600.0)
+                .expect("known")
+                .ns_per_cycle(),
+            0.625
+        );
         let e = machine_value("bw", "1").unwrap_err().to_string();
         assert!(e.contains("`bw`") && e.contains("bandwidth_gbps"), "{e}");
         let e = sweep("machine.bandwidth_gbps", &["0"])

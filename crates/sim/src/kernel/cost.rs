@@ -9,6 +9,12 @@
 //! Accesses to a cache line shared with other running threads of the process pay coherence
 //! stalls as the invalidation protocol moves the line between them ([`line_stalls`];
 //! docs/MODEL.md gives every parameter and its source).
+//!
+//! An in-order core stalls at the first use of a missing load, so its core cycles and its
+//! memory stalls add up. An out-of-order core (`cpu.out_of_order`) keeps issuing independent
+//! work under its misses: an operation costs the longest of its core work and its memory
+//! stalls (first-order interval analysis), and streams that the prefetchers fetch on their
+//! own queue (`cpu.stream_mlp` given) overlap the random misses too.
 
 use crate::memory::Region;
 use crate::program::{OpCost, Pattern};
@@ -59,16 +65,22 @@ pub fn loaded_factor(rho: f64, ratio: f64) -> f64 {
     (1.0 + (ratio - 1.0) * r.powi(4)) * rho.max(1.0)
 }
 
-/// One operation's cost split into what depends on contention and what does not:
-/// `ns = base_ns + sum_j coef[j] * q(cpu_node, j)`. Built once per placement, evaluated at
-/// every step of the contention fixed point.
+/// One operation's cost split into what depends on contention and what does not. On an
+/// in-order core, `ns = base_ns + sum_j coef[j] * q(cpu_node, j)`; on an out-of-order core
+/// ([`Overlap`]), `ns = base_ns + max(core_ns, hit_ns + sum_j coef[j] * q, sum_j
+/// stream_coef[j] * q)`. Built once per placement, evaluated at every step of the contention
+/// fixed point.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinearOp {
     pub cpu_node: NodeId,
-    /// Core cycles and cache-line transfers, ns.
+    /// What always adds: cache-line transfers, and on an in-order core also the core cycles
+    /// and LLC hits, ns.
     pub base_ns: f64,
-    /// Idle-latency memory stall per memory node, ns (to be multiplied by its factor).
+    /// Idle-latency memory stall per memory node, ns (to be multiplied by its factor): all
+    /// misses on an in-order core; on an out-of-order one, those on the demand-miss queue.
     pub coef: Vec<f64>,
+    /// The overlapped parts of an out-of-order core's operation (`None`: in order).
+    pub overlap: Option<Overlap>,
     /// Traffic to each memory node, bytes.
     pub bytes: Vec<f64>,
     /// Cache lines missed.
@@ -81,16 +93,83 @@ pub struct LinearOp {
     pub fp: u64,
 }
 
+/// The parts of an out-of-order core's operation that run at the same time: its core work,
+/// its demand misses (with the LLC hits they wait behind) and the streams its prefetchers
+/// fetch. The operation lasts as long as the longest.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overlap {
+    /// Core cycles, ns.
+    pub core_ns: f64,
+    /// Random accesses that hit the LLC, ns (they queue with the demand misses).
+    pub hit_ns: f64,
+    /// Idle-latency stall per memory node of the prefetched streams, ns.
+    pub stream_coef: Vec<f64>,
+}
+
+/// Which part of an operation is the longest: the coefficients through which it depends on
+/// the contention factors (none when the core's own work is the longest).
+enum Longest<'a> {
+    Core,
+    Misses(&'a [f64]),
+}
+
 impl LinearOp {
     /// Fill in the derived fields (`nz`, `fp`) once the others are final.
     fn finish(&mut self) {
         self.nz.clear();
+        let streams = self.overlap.as_ref().map(|o| &o.stream_coef[..]);
         for j in 0..self.coef.len() {
-            if self.coef[j] != 0.0 || self.bytes[j] != 0.0 {
+            let s = streams.map_or(0.0, |s| s[j]);
+            if self.coef[j] != 0.0 || s != 0.0 || self.bytes[j] != 0.0 {
                 self.nz.push(j);
             }
         }
         self.fp = self.fingerprint();
+    }
+
+    /// `start` plus the stall of `coef` under `q`, ns (added in this order, so an in-order
+    /// core's time is the same sum, to the bit, as before the overlap was modelled).
+    fn stall(&self, start: f64, coef: &[f64], q: &Contention) -> f64 {
+        let mut ns = start;
+        for &j in &self.nz {
+            let c = coef[j];
+            if c != 0.0 {
+                ns += c * q.factor(self.cpu_node, j);
+            }
+        }
+        ns
+    }
+
+    /// Time of one operation under `q`, ns, and the part that decides it.
+    fn timed(&self, q: &Contention) -> (f64, Longest<'_>) {
+        let Some(o) = &self.overlap else {
+            return (
+                self.stall(self.base_ns, &self.coef, q),
+                Longest::Misses(&self.coef),
+            );
+        };
+        let misses = self.stall(o.hit_ns, &self.coef, q);
+        let streams = self.stall(0.0, &o.stream_coef, q);
+        let (longest, part) = if streams > misses {
+            (streams, Longest::Misses(&o.stream_coef[..]))
+        } else {
+            (misses, Longest::Misses(&self.coef[..]))
+        };
+        if o.core_ns >= longest {
+            (self.base_ns + o.core_ns, Longest::Core)
+        } else {
+            (self.base_ns + longest, part)
+        }
+    }
+
+    /// `d ns / d q(cpu_node, j)` for every node at once: the coefficients of the part that
+    /// decides the time under `q` (`None`: the core's work does, and contention does not
+    /// matter at the margin). With [`LinearOp::ns`], what the contention solve needs.
+    pub fn ns_and_slopes(&self, q: &Contention) -> (f64, Option<&[f64]>) {
+        match self.timed(q) {
+            (ns, Longest::Core) => (ns, None),
+            (ns, Longest::Misses(c)) => (ns, Some(c)),
+        }
     }
 
     /// A hash of everything that determines this demand (summed over tasks, it identifies the
@@ -105,19 +184,19 @@ impl LinearOp {
             mix(c.to_bits());
             mix(b.to_bits());
         }
+        if let Some(o) = &self.overlap {
+            mix(o.core_ns.to_bits());
+            mix(o.hit_ns.to_bits());
+            for &c in &o.stream_coef {
+                mix(c.to_bits());
+            }
+        }
         h ^ (h >> 31)
     }
 
     /// Time of one operation under contention `q`, ns.
     pub fn ns(&self, q: &Contention) -> f64 {
-        let mut ns = self.base_ns;
-        for &j in &self.nz {
-            let c = self.coef[j];
-            if c != 0.0 {
-                ns += c * q.factor(self.cpu_node, j);
-            }
-        }
-        ns
+        self.timed(q).0
     }
 }
 
@@ -171,6 +250,20 @@ pub fn linear_op_into(
     out.base_ns = op.cycles * topo.ns_per_cycle();
     out.coef.clear();
     out.coef.resize(nr, 0.0);
+    // An out-of-order core overlaps its core work, its demand misses and (with prefetchers
+    // of their own, `stream_mlp` given) its streams; `base_ns` then keeps only what adds.
+    let mut overlap = out.overlap.take();
+    if topo.cpu_model.out_of_order {
+        let o = overlap.get_or_insert_with(Overlap::default);
+        o.core_ns = out.base_ns;
+        o.hit_ns = 0.0;
+        o.stream_coef.clear();
+        o.stream_coef.resize(nr, 0.0);
+        out.base_ns = 0.0;
+    } else {
+        overlap = None;
+    }
+    let own_stream_queue = topo.cpu_model.stream_mlp.is_some();
     out.bytes.clear();
     out.bytes.resize(nr, 0.0);
     out.lines = 0.0;
@@ -191,19 +284,28 @@ pub fn linear_op_into(
         };
         if a.pattern == Pattern::Random {
             // The lines that hit still wait for the LLC, overlapped as misses are.
-            out.base_ns += hit * (a.bytes / line).ceil() * llc_ns / mlp;
+            let hit_ns = hit * (a.bytes / line).ceil() * llc_ns / mlp;
+            match overlap.as_mut() {
+                Some(o) => o.hit_ns += hit_ns,
+                None => out.base_ns += hit_ns,
+            }
         }
         out.lines += lines;
         at.regions[a.region].node_fractions(cpu_node, frac);
         let traffic = if a.write { 2.0 } else { 1.0 } * line;
+        let coef = match overlap.as_mut() {
+            Some(o) if a.pattern == Pattern::Stream && own_stream_queue => &mut o.stream_coef,
+            _ => &mut out.coef,
+        };
         for (j, &f) in frac.iter().enumerate() {
             if f != 0.0 {
-                out.coef[j] += lines * f * topo.latency_ns(cpu_node, j) / in_flight;
+                coef[j] += lines * f * topo.latency_ns(cpu_node, j) / in_flight;
                 out.bytes[j] += lines * f * traffic;
             }
         }
         out.base_ns += a.contended * xfer_ns.get(i).copied().unwrap_or(0.0);
     }
+    out.overlap = overlap;
     out.finish();
 }
 
@@ -239,35 +341,58 @@ fn random_footprint(op: &OpCost, regions: &[Region]) -> f64 {
 }
 
 /// Time of one operation of `op` on a CPU of `node` with no coherence stall, ns: core cycles
-/// plus the lines it misses with the whole LLC to itself at the idle local latency, over MLP.
+/// and the lines it misses with the whole LLC to itself at the idle local latency, over MLP,
+/// added on an in-order core and overlapped on an out-of-order one as in [`linear_op`].
 /// A cheap, placement-independent estimate of how often a thread reaches for a shared line
 /// when it never waits for it (the coherence model's free-running access interval).
 pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId) -> f64 {
-    let line = topo.cpu_model.line_bytes as f64;
+    let cpu = &topo.cpu_model;
+    let line = cpu.line_bytes as f64;
     let footprint = random_footprint(op, regions);
     let hit = if footprint > 0.0 {
-        (topo.cpu_model.llc_bytes as f64 / footprint).min(1.0)
+        (cpu.llc_bytes as f64 / footprint).min(1.0)
     } else {
         1.0
     };
-    // Lines missed, each over the lines in flight for its pattern.
-    let lines_over_mlp: f64 = op
-        .accesses
-        .iter()
-        .map(|a| match a.pattern {
-            Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / topo.cpu_model.mlp.max(1e-3),
-            Pattern::Stream => a.bytes / line / topo.cpu_model.stream_mlp().max(1e-3),
-        })
-        .sum();
+    // Lines missed, each over the lines in flight for its pattern: random ones, and streams.
+    let over_mlp = |pattern: Pattern| -> f64 {
+        op.accesses
+            .iter()
+            .filter(|a| a.pattern == pattern)
+            .map(|a| match a.pattern {
+                Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / cpu.mlp.max(1e-3),
+                Pattern::Stream => a.bytes / line / cpu.stream_mlp().max(1e-3),
+            })
+            .sum()
+    };
     let hits_over_mlp: f64 = op
         .accesses
         .iter()
         .filter(|a| a.pattern == Pattern::Random)
-        .map(|a| hit * (a.bytes / line).ceil() / topo.cpu_model.mlp.max(1e-3))
+        .map(|a| hit * (a.bytes / line).ceil() / cpu.mlp.max(1e-3))
         .sum();
-    op.cycles * topo.ns_per_cycle()
-        + lines_over_mlp * topo.latency_ns(node, node)
-        + hits_over_mlp * topo.cpu_model.llc_latency_ns.unwrap_or(0.0)
+    let latency = topo.latency_ns(node, node);
+    let core = op.cycles * topo.ns_per_cycle();
+    let hits = hits_over_mlp * cpu.llc_latency_ns.unwrap_or(0.0);
+    let (random, streams) = (over_mlp(Pattern::Random), over_mlp(Pattern::Stream));
+    if !cpu.out_of_order {
+        // Summed over the accesses in their order, as before the overlap was modelled.
+        let lines_over_mlp: f64 = op
+            .accesses
+            .iter()
+            .map(|a| match a.pattern {
+                Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / cpu.mlp.max(1e-3),
+                Pattern::Stream => a.bytes / line / cpu.stream_mlp().max(1e-3),
+            })
+            .sum();
+        return core + lines_over_mlp * latency + hits;
+    }
+    let (misses, streams) = if cpu.stream_mlp.is_some() {
+        (random * latency + hits, streams * latency)
+    } else {
+        ((random + streams) * latency + hits, 0.0)
+    };
+    core.max(misses).max(streams)
 }
 
 /// The running threads on one node that reach a shared cache line in the same way (all write
@@ -542,12 +667,12 @@ pub fn solve_nodes_into(
             d_remote[j] = 0.0;
         }
         for d in demands {
-            let ns = d.ns(q);
+            let (ns, slopes) = d.ns_and_slopes(q);
             if ns <= 0.0 {
                 continue;
             }
             for &j in &d.nz {
-                let (b, c) = (d.bytes[j], d.coef[j]);
+                let (b, c) = (d.bytes[j], slopes.map_or(0.0, |s| s[j]));
                 if b == 0.0 {
                     continue;
                 }
@@ -617,6 +742,39 @@ mod tests {
         topo::parse_synthetic("nodes=2,cpus-per-node=4,remote-ratio=2").expect("synthetic")
     }
 
+    /// [`machine`] with an in-order core, whose parts of an operation add up.
+    fn in_order() -> Topology {
+        let mut t = machine();
+        t.cpu_model.out_of_order = false;
+        t
+    }
+
+    /// [`machine`] with an out-of-order core.
+    fn out_of_order() -> Topology {
+        let mut t = machine();
+        t.cpu_model.out_of_order = true;
+        t
+    }
+
+    /// `random` bytes of region 0 at random and `stream` bytes of region 1 in order per
+    /// operation, besides `cycles` of core work.
+    fn mixed_op(cycles: f64, random: f64, stream: f64) -> OpCost {
+        let access = |region, pattern, bytes| Access {
+            region,
+            pattern,
+            bytes,
+            write: false,
+            contended: 0.0,
+        };
+        OpCost {
+            cycles,
+            accesses: vec![
+                access(0, Pattern::Random, random),
+                access(1, Pattern::Stream, stream),
+            ],
+        }
+    }
+
     fn region_on(t: &Topology, node: NodeId, bytes: u64) -> Region {
         let mut m = NodeMemory::new(t);
         let mut r = Region::new(
@@ -652,7 +810,7 @@ mod tests {
 
     #[test]
     fn remote_memory_costs_more_by_latency() {
-        let t = machine();
+        let t = in_order();
         let r = [region_on(&t, 0, 1 << 30)];
         let q = Contention::idle(2);
         let local = op_profile(&t, &random_op(), &r, 0, 0.0, &q, &[]);
@@ -836,7 +994,7 @@ mod tests {
 
     #[test]
     fn free_op_time_is_cycles_plus_misses() {
-        let t = machine();
+        let t = in_order();
         let small = [region_on(&t, 0, 64)];
         let op = OpCost::random_write(2.0);
         assert_eq!(free_op_ns(&t, &op, &small, 0), 2.0 * t.ns_per_cycle());
@@ -850,7 +1008,7 @@ mod tests {
 
     #[test]
     fn streams_overlap_stream_mlp_lines_and_llc_hits_cost_their_latency() {
-        let mut t = machine();
+        let mut t = in_order();
         let big = [region_on(&t, 0, 1 << 30)];
         let stream = stream_read_op();
         let idle = Contention::idle(2);
@@ -870,6 +1028,73 @@ mod tests {
         assert!((hit - 30.0 / t.cpu_model.mlp).abs() < 1e-9, "{hit}");
         let f = free_op_ns(&t, &random_op(), &small, 0) - free;
         assert!((f - hit).abs() < 1e-9, "{f} vs {hit}");
+    }
+
+    #[test]
+    fn an_out_of_order_core_overlaps_its_work_with_its_misses() {
+        let (ooo, ino) = (out_of_order(), in_order());
+        let big = [region_on(&ooo, 0, 1 << 34)];
+        let idle = Contention::idle(2);
+        let ns = |t: &Topology, cycles: f64| {
+            op_profile(t, &OpCost::random_write(cycles), &big, 0, 0.0, &idle, &[]).ns
+        };
+        let miss = ooo.latency_ns(0, 0) / ooo.cpu_model.mlp;
+        let core = |cycles: f64| cycles * ooo.ns_per_cycle();
+        // A few cycles hide behind the miss; many cycles hide the miss.
+        assert!((ns(&ooo, 4.0) - miss).abs() < 1e-9, "{}", ns(&ooo, 4.0));
+        assert!((ns(&ooo, 1000.0) - core(1000.0)).abs() < 1e-9);
+        // In order, they add up.
+        assert!((ns(&ino, 4.0) - core(4.0) - miss).abs() < 1e-9);
+        // The free-running estimate follows the same rule (whole LLC, idle latency).
+        let op = OpCost::random_write(4.0);
+        let full = ooo.cpu_model.llc_bytes as f64;
+        let lin = op_profile(&ooo, &op, &big, 0, full, &idle, &[]).ns;
+        assert!((free_op_ns(&ooo, &op, &big, 0) - lin).abs() < 1e-9);
+    }
+
+    #[test]
+    fn prefetched_streams_overlap_random_misses_only_on_their_own_queue() {
+        let mut t = out_of_order();
+        t.cpu_model.stream_mlp = None;
+        let r = [region_on(&t, 0, 1 << 34), region_on(&t, 0, 1 << 34)];
+        let idle = Contention::idle(2);
+        let op = mixed_op(1.0, 8.0, 64.0);
+        let ns = |t: &Topology| op_profile(t, &op, &r, 0, 0.0, &idle, &[]).ns;
+        let lat = t.latency_ns(0, 0);
+        let random = (1.0 - 0.0) * lat / t.cpu_model.mlp;
+        // No prefetch depth of their own: the stream's lines queue with the demand misses.
+        assert!((ns(&t) - 2.0 * random).abs() < 1e-9, "{}", ns(&t));
+        // With one, they are fetched beside them: the longer of the two.
+        t.cpu_model.stream_mlp = Some(4.0 * t.cpu_model.mlp);
+        assert!((ns(&t) - random).abs() < 1e-9, "{}", ns(&t));
+        let full = t.cpu_model.llc_bytes as f64;
+        let lin = op_profile(&t, &op, &r, 0, full, &idle, &[]).ns;
+        let free = free_op_ns(&t, &op, &r, 0);
+        assert!((free - lin).abs() < 1e-9, "{free} vs {lin}");
+        // The traffic of both still reaches memory.
+        let p = op_profile(&t, &op, &r, 0, 0.0, &idle, &[]);
+        assert!((p.bytes[0] - 2.0 * 64.0).abs() < 1e-9, "{:?}", p.bytes);
+    }
+
+    #[test]
+    fn a_core_bound_operation_loads_memory_but_does_not_wait_for_it() {
+        let t = out_of_order();
+        let r = [region_on(&t, 0, 1 << 34)];
+        let lin = linear_op(&t, &OpCost::random_write(1000.0), &r, 0, 0.0, &[]);
+        let mut busy = Contention::idle(2);
+        busy.local[0] = 3.0;
+        let (ns, slopes) = lin.ns_and_slopes(&busy);
+        assert!(slopes.is_none() && ns == lin.ns(&Contention::idle(2)));
+        // A memory-bound one waits, and its slope is its miss stall.
+        let mem = linear_op(&t, &OpCost::random_write(1.0), &r, 0, 0.0, &[]);
+        let (ns, slopes) = mem.ns_and_slopes(&busy);
+        assert_eq!(slopes.map(|s| s[0]), Some(mem.coef[0]));
+        assert!((ns - 3.0 * mem.coef[0]).abs() < 1e-9);
+        // The solve counts the core-bound task's traffic all the same.
+        let (q_one, _) = solve_contention(&t, &[&mem], &Contention::idle(2));
+        let (q_two, _) = solve_contention(&t, &[&mem, &lin], &Contention::idle(2));
+        assert!(q_two.local[0] >= q_one.local[0]);
+        assert!(lin.bytes[0] > 0.0);
     }
 
     #[test]

@@ -20,16 +20,22 @@ fn every_scheduler_conserves_time_memory_and_work() {
         p.disturb_at = 2_000_000;
         let w = numa_test(&p);
         let nspc = topo.ns_per_cycle();
-        let mlp = topo.cpu_model.mlp;
+        let mlp = topo.cpu_model.stream_mlp();
         let line = topo.cpu_model.line_bytes as f64;
         let min_lat = (0..nr_nodes)
             .flat_map(|a| (0..nr_nodes).map(move |b| (a, b)))
             .map(|(a, b)| topo.latency_ns(a, b))
             .fold(f64::INFINITY, f64::min);
         let ops = p.problem_size as f64 * f64::from(p.passes);
-        // Each update: its core cycles, plus 12 streamed bytes (b and ix) fetched from memory
-        // at no less than the lowest idle latency, `mlp` misses at a time.
-        let min_update_ns = p.update_cycles * nspc + 12.0 / line * min_lat / mlp;
+        // Each update: its core cycles, and 12 streamed bytes (b and ix) fetched from memory
+        // at no less than the lowest idle latency, `stream_mlp` lines at a time; added up on an
+        // in-order core, overlapped on an out-of-order one (the longer of the two).
+        let (core_ns, stream_ns) = (p.update_cycles * nspc, 12.0 / line * min_lat / mlp);
+        let min_update_ns = if topo.cpu_model.out_of_order {
+            core_ns.max(stream_ns)
+        } else {
+            core_ns + stream_ns
+        };
         let min_init_ns = p.problem_size as f64 * p.rand_cycles * nspc;
         let min_job_user_ns = ops * min_update_ns + min_init_ns;
         let footprint = 20 * p.problem_size;

@@ -163,6 +163,11 @@ impl Scaled {
             ),
             format!("loaded-latency ratio {}", base.memory.loaded_latency_ratio),
             format!("MLP {}", base.cpu.mlp),
+            if base.cpu.out_of_order {
+                "out-of-order core".to_string()
+            } else {
+                "in-order core".to_string()
+            },
             format!("store buffer {} entries", base.cpu.store_buffer),
             format!("{} KiB pages", base.memory.page_kib),
             format!(
@@ -267,6 +272,7 @@ impl Reader<'_> {
                 llc_bytes: scaled.llc_bytes,
                 line_bytes: grouping.line_bytes.unwrap_or(base.cpu.line_bytes),
                 store_buffer: base.cpu.store_buffer,
+                out_of_order: base.cpu.out_of_order,
             },
             memory: MemoryModel {
                 loaded_latency_ratio: base.memory.loaded_latency_ratio,

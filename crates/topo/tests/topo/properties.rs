@@ -204,6 +204,7 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         store_buffer: 0,
                         stream_mlp: None,
                         llc_latency_ns: None,
+                        out_of_order: false,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

@@ -92,6 +92,9 @@ pub struct ProbeResult {
     /// The core clock a chain of dependent adds runs at, MHz (the cost model's
     /// `cpu.freq_mhz`; `None` where it cannot be timed). [`crate::clock`].
     pub core_mhz: Option<f64>,
+    /// Whether the knee of the latency curve is each core's own or shared by its LLC's CPUs
+    /// (`None`: no knee, or one CPU). [`crate::llc_share`].
+    pub llc_share: Option<crate::llc_share::LlcShare>,
 }
 
 /// One node's CPUs running the stream and random-update loops at once, one thread per CPU,
@@ -318,12 +321,12 @@ pub fn effective_llc_kib(curve: &[(usize, f64)], memory_ns: f64) -> Option<usize
 
 /// What the co-run threads run: buffer size, stream passes per round, updates, rounds.
 #[derive(Clone, Copy, Debug)]
-struct CoRunLoad {
-    words: usize,
-    passes: usize,
-    updates: u64,
-    rounds: usize,
-    seed: u64,
+pub(crate) struct CoRunLoad {
+    pub(crate) words: usize,
+    pub(crate) passes: usize,
+    pub(crate) updates: u64,
+    pub(crate) rounds: usize,
+    pub(crate) seed: u64,
 }
 
 impl CoRunLoad {
@@ -402,7 +405,7 @@ fn co_run_thread(
 }
 
 /// [`co_run_thread`] on every CPU of `cpus` at once: its laps, `[thread][round]`.
-fn co_run_threads(cpus: &[usize], load: CoRunLoad) -> Result<Vec<Vec<Lap>>, BenchError> {
+pub(crate) fn co_run_threads(cpus: &[usize], load: CoRunLoad) -> Result<Vec<Vec<Lap>>, BenchError> {
     let barrier = Barrier::new(cpus.len());
     let failed = AtomicBool::new(false);
     let origin = Instant::now();
@@ -544,6 +547,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         .filter(|(_, cpus)| !cpus.is_empty())
         .map(|(node, cpus)| co_run_node(node, &cpus, cfg))
         .collect::<Result<Vec<_>, _>>()?;
+    let llc_share = llc_share(&host, &allowed, &cells, &cache_curve, llc_gather_ns, cfg)?;
     bind(&all)?;
     Ok(ProbeResult {
         buffer_mib: cfg.mib,
@@ -556,7 +560,46 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         cache_curve,
         co_run,
         core_mhz,
+        llc_share,
     })
+}
+
+/// [`crate::llc_share::measure`] on the CPUs of the first CPU's LLC that the probe may use,
+/// for the knee of `curve`.
+fn llc_share(
+    host: &topo::HostTopology,
+    allowed: &CpuSet,
+    cells: &[ProbeCell],
+    curve: &[(usize, f64)],
+    hit_ns: f64,
+    cfg: &ProbeConfig,
+) -> Result<Option<crate::llc_share::LlcShare>, BenchError> {
+    let local: Vec<&ProbeCell> = cells.iter().filter(|c| c.cpu_node == c.mem_node).collect();
+    if local.is_empty() {
+        return Ok(None);
+    }
+    let latency = median(local.iter().map(|c| c.latency_ns).collect());
+    let miss_ns = median(local.iter().map(|c| c.gather_ns).collect());
+    let Some(knee) = effective_llc_kib(curve, latency) else {
+        return Ok(None);
+    };
+    let t = &host.topology;
+    let Some(first) = t.cpus.first() else {
+        return Ok(None);
+    };
+    let cpus: Vec<usize> = t
+        .cpus
+        .iter()
+        .filter(|c| c.llc == first.llc)
+        .map(|c| host.os_cpu[c.id])
+        .filter(|&c| allowed.contains(c))
+        .collect();
+    crate::llc_share::measure(
+        &cpus,
+        knee,
+        (hit_ns, miss_ns),
+        (cfg.loads, cfg.rounds, cfg.seed),
+    )
 }
 
 /// Dependent adds per timed run of the clock: about a tenth of a second at 4 GHz.
@@ -615,11 +658,9 @@ impl ProbeResult {
             let _ = writeln!(s, "dependent loads by buffer size: {}", pts.join(", "));
         }
         if let Some(kib) = self.effective_llc_kib() {
-            let _ = writeln!(
-                s,
-                "last-level cache this core holds: about {kib} KiB (--machine-set llc_kib={kib})"
-            );
+            let _ = writeln!(s, "last-level cache this core holds alone: about {kib} KiB");
         }
+        self.llc_share_text(&mut s);
         self.co_run_text(&mut s);
         if let Some(mhz) = self.core_mhz {
             let _ = writeln!(
@@ -638,7 +679,7 @@ impl ProbeResult {
                 .map(|b| format!(" --machine-set bandwidth_gbps={b:.1}"))
                 .unwrap_or_default();
             let llc_kib = self
-                .effective_llc_kib()
+                .model_llc_kib()
                 .map(|k| format!(" --machine-set llc_kib={k}"))
                 .unwrap_or_default();
             let clock = self
@@ -655,6 +696,31 @@ impl ProbeResult {
             );
         }
         s
+    }
+
+    /// The LLC co-run's line ([`crate::llc_share`]): shared or each core's own.
+    fn llc_share_text(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        if let (Some(l), Some(knee)) = (&self.llc_share, self.effective_llc_kib()) {
+            let _ = writeln!(
+                s,
+                "{} CPUs of one LLC updating {} KiB each at random together: {:.2} ns per update \
+                 against {:.2} alone ({:.2}x; a shared cache of {knee} KiB would cost about \
+                 {:.1}x): {} (--machine-set llc_kib={})",
+                l.threads,
+                l.buffer_kib,
+                l.gather_ns,
+                l.alone_gather_ns,
+                l.slowdown,
+                l.shared_slowdown,
+                if l.private() {
+                    "each core holds its own"
+                } else {
+                    "the CPUs share it"
+                },
+                l.model_llc_kib(knee)
+            );
+        }
     }
 
     /// The co-run table: per node, one thread alone against all CPUs together.
@@ -772,6 +838,17 @@ impl ProbeResult {
         effective_llc_kib(&self.cache_curve, self.local_latency_ns()?)
     }
 
+    /// The cost model's `llc_kib`: the knee, times the LLC's CPUs when the co-run found it
+    /// each core's own ([`crate::llc_share::LlcShare::model_llc_kib`]).
+    pub fn model_llc_kib(&self) -> Option<usize> {
+        let knee = self.effective_llc_kib()?;
+        Some(
+            self.llc_share
+                .as_ref()
+                .map_or(knee, |s| s.model_llc_kib(knee)),
+        )
+    }
+
     /// The cost model's `cpu.llc_latency_ns`: the model charges an LLC hit its latency over
     /// `mlp`, so the figure that reproduces the measured time per independent hit is that
     /// time times [`random_mlp`](Self::random_mlp). (The dependent-load latency through the
@@ -829,6 +906,7 @@ mod tests {
             cache_curve: vec![(256, 10.0), (512, 20.0), (1024, 60.0), (2048, 100.0)],
             co_run: vec![],
             core_mhz: Some(4249.6),
+            llc_share: None,
         };
         // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
         assert!((r.stream_mlp().unwrap() - 51.2).abs() < 1e-9);
@@ -851,6 +929,27 @@ mod tests {
                 && flags.contains("--machine-set freq_mhz=4250"),
             "{flags}"
         );
+        // Two CPUs of the LLC that keep their rate together each hold the knee: the model's
+        // LLC, shared out between them, is twice the knee.
+        let own = ProbeResult {
+            llc_share: Some(crate::llc_share::LlcShare {
+                threads: 2,
+                buffer_kib: 768,
+                alone_gather_ns: 1.0,
+                gather_ns: 1.1,
+                slowdown: 1.1,
+                shared_slowdown: 3.0,
+            }),
+            ..r.clone()
+        };
+        let text = own.to_text();
+        assert_eq!(own.model_llc_kib(), Some(2048));
+        assert!(
+            text.contains("each core holds its own (--machine-set llc_kib=2048)"),
+            "{text}"
+        );
+        let flags = text.lines().last().unwrap_or_default();
+        assert!(flags.contains("--machine-set llc_kib=2048"), "{flags}");
         let none = ProbeResult { cells: vec![], ..r };
         assert_eq!(none.stream_mlp(), None);
     }
@@ -973,6 +1072,7 @@ mod tests {
             cache_curve: vec![],
             co_run: vec![node(0, 15.04, 1.25)],
             core_mhz: None,
+            llc_share: None,
         };
         assert_eq!(r.node_bandwidth_gbps(), Some(15.04));
         assert_eq!(r.co_run_relative_rate(), Some(0.8));

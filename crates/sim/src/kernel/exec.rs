@@ -345,13 +345,17 @@ impl Kernel {
         let wl = self.workload.clone();
         let prog = &wl.programs[program];
         let id = self.tasks.len();
-        let affinity: CpuSet = match &prog.affinity {
-            Some(list) => list
+        // A new thread or process starts with its creator's CPU mask, as `clone` and `fork`
+        // copy it (and `exec` keeps it); only a program that states its own (`taskset`) or
+        // a task with no creator (a launch) starts from all CPUs.
+        let affinity: CpuSet = match (&prog.affinity, parent) {
+            (Some(list), _) => list
                 .iter()
                 .copied()
                 .filter(|&c| c < self.topo.nr_cpus())
                 .collect(),
-            None => self.topo.all_cpus(),
+            (None, Some(p)) => self.tasks[p].affinity.clone(),
+            (None, None) => self.topo.all_cpus(),
         };
         let nr_nodes = self.topo.nr_nodes();
         let sleep_avg = parent.map_or(0, |p| self.tasks[p].sleep_avg);

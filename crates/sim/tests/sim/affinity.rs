@@ -156,3 +156,72 @@ fn single_cpu_affinity_holds_while_other_cpus_idle() {
         assert!(k.rqs[3].busy_ns as f64 >= cpu_time - 1.0, "{s}");
     }
 }
+
+/// A parent limited to CPU 3 that creates two threads and forks-and-execs two processes of a
+/// program with no mask of its own.
+fn creator_on_cpu3() -> Workload {
+    let program = |name: &str, phases: Vec<Phase>, affinity: Option<Vec<usize>>| Program {
+        name: name.into(),
+        phases,
+        regions: Vec::new(),
+        job: false,
+        affinity,
+        nice: 0,
+    };
+    let w = Workload {
+        name: "inherit".into(),
+        programs: vec![
+            program(
+                "parent",
+                vec![
+                    Phase::Thread {
+                        program: 1,
+                        count: 2,
+                    },
+                    Phase::Spawn {
+                        program: 1,
+                        count: 2,
+                        exec: true,
+                    },
+                    Phase::Wait,
+                ],
+                Some(vec![3]),
+            ),
+            program("child", vec![Phase::Compute { cycles: 1e6 }], None),
+        ],
+        launches: vec![Launch {
+            program: 0,
+            count: 1,
+            threads: 1,
+            at: 0,
+            cpu: Some(3),
+        }],
+        channels: 0,
+        disturbance: None,
+    };
+    w.validate().expect("valid");
+    w
+}
+
+#[test]
+fn threads_and_processes_start_with_their_creators_mask() {
+    // clone and fork copy the creator's CPU mask and exec keeps it (sched_setaffinity(2)), so
+    // a process homed before it starts its workers keeps them at home. Before, the children
+    // got every CPU: the oltp server homed on node 0 started its clients anywhere.
+    let topo = machine(SMALL);
+    let w = creator_on_cpu3();
+    for s in scheduler_names() {
+        let (sim, _) = step_checked(&topo, &w, s, 1);
+        let children: Vec<_> = sim.k.tasks.iter().filter(|t| t.program == 1).collect();
+        assert_eq!(children.len(), 4, "{s}");
+        for t in children {
+            assert_eq!(
+                t.affinity.iter().collect::<Vec<_>>(),
+                vec![3],
+                "{s}: task {}",
+                t.id
+            );
+            assert_eq!(t.first_cpu, Some(3), "{s}: task {}", t.id);
+        }
+    }
+}

@@ -17,10 +17,15 @@ fn mem_phase(ops: f64) -> Phase {
     }
 }
 
+/// More CPUs than any test machine has: a mask of all of them is every CPU.
+const MAX_TEST_CPUS: usize = 256;
+
 /// A process whose main thread, pinned to node 1, first-touches `bytes`, then starts one
 /// worker that does random updates over it; the worker is pinned to `worker_cpus` (None:
-/// free).
+/// free, its mask widened to every CPU, as a thread would with `sched_setaffinity`: it
+/// would otherwise start with its creator's node-1 mask).
 fn remote_memory(bytes: u64, ops: f64, worker_cpus: Option<Vec<usize>>) -> Workload {
+    let worker_cpus = Some(worker_cpus.unwrap_or_else(|| (0..MAX_TEST_CPUS).collect()));
     let regions = vec![RegionSpec {
         name: "data".into(),
         bytes,

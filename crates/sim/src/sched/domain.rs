@@ -35,9 +35,51 @@ pub struct Domains {
     state: Vec<Vec<LevelState>>,
 }
 
+/// A set of level indices (the levels due for a pass), ascending; a bit mask, so that the
+/// balance pass of every tick allocates nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DueLevels(u64);
+
+impl DueLevels {
+    /// The set of these levels.
+    pub fn of(levels: &[usize]) -> Self {
+        let mut d = DueLevels::default();
+        for &l in levels {
+            d.insert(l);
+        }
+        d
+    }
+
+    fn insert(&mut self, level: usize) {
+        self.0 |= 1 << level;
+    }
+
+    pub fn contains(&self, level: usize) -> bool {
+        level < 64 && self.0 & (1 << level) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// The levels, lowest first.
+    pub fn iter(self) -> impl Iterator<Item = usize> {
+        let mut bits = self.0;
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            Some(i)
+        })
+    }
+}
+
 impl Domains {
     pub fn new(levels: Vec<BalanceLevel>, nr_cpus: usize) -> Self {
         let n = levels.len();
+        assert!(n <= 64, "at most 64 balancing levels");
         Domains {
             levels,
             state: vec![vec![LevelState::default(); n]; nr_cpus],
@@ -62,18 +104,19 @@ impl Domains {
     /// Levels to balance at timer tick number `tick_no` (ticks of length `tick`), lowest
     /// first: a level is due on ticks that are a multiple of its interval, as the 2.5
     /// kernel's `jiffies % interval` test. `new_idle` passes take every level.
-    pub fn due(&self, tick_no: u64, tick: Ns, idle: bool, new_idle: bool) -> Vec<usize> {
-        (0..self.levels.len())
-            .filter(|&i| {
-                let l = &self.levels[i];
-                let interval = if idle {
-                    l.idle_interval
-                } else {
-                    l.busy_interval
-                };
-                new_idle || tick_no % (interval / tick.max(1)).max(1) == 0
-            })
-            .collect()
+    pub fn due(&self, tick_no: u64, tick: Ns, idle: bool, new_idle: bool) -> DueLevels {
+        let mut due = DueLevels::default();
+        for (i, l) in self.levels.iter().enumerate() {
+            let interval = if idle {
+                l.idle_interval
+            } else {
+                l.busy_interval
+            };
+            if new_idle || tick_no % (interval / tick.max(1)).max(1) == 0 {
+                due.insert(i);
+            }
+        }
+        due
     }
 
     /// Whether a pass on `level` may move cache-hot tasks.
@@ -134,17 +177,17 @@ mod tests {
         let d = Domains::new(levels(), 2);
         assert_eq!(d.tick_interval(false), 10 * MS);
         assert_eq!(d.tick_interval(true), MS);
-        assert_eq!(d.due(0, MS, false, false), vec![0, 1]);
+        assert_eq!(d.due(0, MS, false, false), DueLevels::of(&[0, 1]));
         let mut numa = 0;
         for t in 1..=8u64 {
             let due = d.due(t * 10, MS, false, false);
-            assert!(due.contains(&0));
-            numa += usize::from(due.contains(&1));
+            assert!(due.contains(0));
+            numa += usize::from(due.contains(1));
         }
         assert_eq!(numa, 2, "NUMA level every 4th busy tick");
-        assert_eq!(d.due(3, MS, true, false), vec![0]);
-        assert_eq!(d.due(4, MS, true, false), vec![0, 1]);
-        assert_eq!(d.due(7, MS, false, true), vec![0, 1]);
+        assert_eq!(d.due(3, MS, true, false), DueLevels::of(&[0]));
+        assert_eq!(d.due(4, MS, true, false), DueLevels::of(&[0, 1]));
+        assert_eq!(d.due(7, MS, false, true), DueLevels::of(&[0, 1]));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! loaded node's least loaded CPU.
 
 use super::balance::{QueueBalancer, Threshold};
-use super::domain::{BalanceLevel, Domains};
+use super::domain::{BalanceLevel, Domains, DueLevels};
 use super::node_balance::{NodeLoads, least_loaded_exec, node_plus, pass};
 use super::o1::{Era, O1Params};
 use super::options::{SchedOptions, fmt_duration};
@@ -111,15 +111,15 @@ impl CpuScheduler for Linux26Numa {
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
         let due = if idle == IdleType::NewIdle {
-            vec![NODE]
+            DueLevels::of(&[NODE])
         } else {
             self.d
                 .due(k.tick_no(cpu), k.params.tick, idle.is_idle(), false)
         };
-        if due.contains(&NUMA) {
+        if due.contains(NUMA) {
             self.cross_node(k, cpu, idle);
         }
-        if due.contains(&NODE) {
+        if due.contains(NODE) {
             let span = self.d.levels[NODE].spans[cpu].clone();
             let rule = Threshold::Diff(self.p.imbalance_pct);
             pass(

@@ -261,12 +261,13 @@ impl CpuScheduler for O1 {
     }
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
-        for level in self.d.due(
+        let due = self.d.due(
             k.tick_no(cpu),
             k.params.tick,
             idle.is_idle(),
             idle == IdleType::NewIdle,
-        ) {
+        );
+        for level in due.iter() {
             if balance_level(k, &mut self.d, &mut self.qb, &self.p, cpu, level, idle) > 0 {
                 return;
             }

@@ -425,4 +425,22 @@ fn probe_runs_each_nodes_cpus_together() {
             c["gather_ns"].as_f64().unwrap_or(0.0) / c["alone_gather_ns"].as_f64().unwrap_or(1.0);
         assert!((slow - ratio).abs() < 1e-9, "{c}");
     }
+    // The clock of a chain of dependent adds, where the probe has the chain.
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        let mhz = v["core_mhz"].as_f64().expect("core_mhz");
+        assert!(mhz > 0.0, "{mhz}");
+    }
+    // The LLC test: absent with one CPU or no knee, else its figures.
+    let l = &v["llc_share"];
+    if !l.is_null() {
+        assert!(l["threads"].as_u64().is_some_and(|t| t >= 2), "{l}");
+        for k in [
+            "alone_gather_ns",
+            "gather_ns",
+            "slowdown",
+            "shared_slowdown",
+        ] {
+            assert!(l[k].as_f64().is_some_and(|x| x > 0.0), "{k}: {l}");
+        }
+    }
 }

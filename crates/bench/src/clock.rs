@@ -12,6 +12,18 @@
 /// Dependent adds per pass of the timed loop (the loop's own counter runs beside them).
 const ADDS_PER_PASS: u64 = 20;
 
+/// An assembly line twenty times, one per line: the chain of [`ADDS_PER_PASS`] adds.
+#[allow(unused_macros)] // used only on the architectures that have the chain
+macro_rules! twenty {
+    ($line:literal) => {
+        concat!(
+            $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line,
+            "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n",
+            $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line, "\n", $line
+        )
+    };
+}
+
 /// Runs `passes` passes of [`ADDS_PER_PASS`] dependent adds; returns the sum (so the chain
 /// has a result). `None` on an architecture without the chain.
 #[allow(unsafe_code)] // inline assembly: the only way to get a chain of known latency
@@ -25,10 +37,7 @@ fn add_chain(passes: u64) -> Option<u64> {
         unsafe {
             std::arch::asm!(
                 "2:",
-                "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}",
-                "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}",
-                "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}",
-                "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}", "add {x}, {y}",
+                twenty!("add {x}, {y}"),
                 "dec {n}",
                 "jnz 2b",
                 x = inout(reg) x,
@@ -46,11 +55,7 @@ fn add_chain(passes: u64) -> Option<u64> {
         unsafe {
             std::arch::asm!(
                 "2:",
-                "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}",
-                "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}",
-                "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}",
-                "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}",
-                "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}", "add {x}, {x}, {y}",
+                twenty!("add {x}, {x}, {y}"),
                 "subs {n}, {n}, #1",
                 "b.ne 2b",
                 x = inout(reg) x,

@@ -24,6 +24,27 @@ macro_rules! twenty {
     };
 }
 
+/// The timed loop in this architecture's assembly: twenty adds, then count down and branch
+/// back. Register arithmetic only.
+#[allow(unused_macros)] // used only on the architectures that have the chain
+macro_rules! chain {
+    ($x:ident, $step:ident, $n:ident, $add:literal, $count:literal, $back:literal) => {
+        // SAFETY: register arithmetic only; no memory, no stack.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                twenty!($add),
+                $count,
+                $back,
+                x = inout(reg) $x,
+                y = in(reg) $step,
+                n = inout(reg) $n,
+                options(nomem, nostack),
+            );
+        }
+    };
+}
+
 /// Runs `passes` passes of [`ADDS_PER_PASS`] dependent adds; returns the sum (so the chain
 /// has a result). `None` on an architecture without the chain.
 #[allow(unsafe_code)] // inline assembly: the only way to get a chain of known latency
@@ -32,46 +53,18 @@ fn add_chain(passes: u64) -> Option<u64> {
     let step: u64 = std::hint::black_box(3);
     let mut n = passes.max(1);
     #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: register arithmetic only; no memory, no stack, no flags the caller reads.
-        unsafe {
-            std::arch::asm!(
-                "2:",
-                twenty!("add {x}, {y}"),
-                "dec {n}",
-                "jnz 2b",
-                x = inout(reg) x,
-                y = in(reg) step,
-                n = inout(reg) n,
-                options(nomem, nostack),
-            );
-        }
-        let _ = n;
-        Some(x)
-    }
+    chain!(x, step, n, "add {x}, {y}", "dec {n}", "jnz 2b");
     #[cfg(target_arch = "aarch64")]
-    {
-        // SAFETY: register arithmetic only; no memory, no stack.
-        unsafe {
-            std::arch::asm!(
-                "2:",
-                twenty!("add {x}, {x}, {y}"),
-                "subs {n}, {n}, #1",
-                "b.ne 2b",
-                x = inout(reg) x,
-                y = in(reg) step,
-                n = inout(reg) n,
-                options(nomem, nostack),
-            );
-        }
-        let _ = n;
-        Some(x)
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        let _ = (&mut x, step, &mut n);
-        None
-    }
+    chain!(
+        x,
+        step,
+        n,
+        "add {x}, {x}, {y}",
+        "subs {n}, {n}, #1",
+        "b.ne 2b"
+    );
+    let _ = (&mut x, &mut n, step); // used by the assembly, where there is one
+    cfg!(any(target_arch = "x86_64", target_arch = "aarch64")).then_some(x)
 }
 
 /// Cycles per second as MHz from `adds` dependent adds that took `cpu_s` seconds of the

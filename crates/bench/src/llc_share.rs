@@ -13,7 +13,7 @@
 //! CPUs, so that its equal shares give each task the knee.
 
 use crate::BenchError;
-use crate::probe::{CoRunLoad, co_run_threads, slowdown};
+use crate::probe::{CoRunLoad, Lap, co_run_threads, median, slowdown};
 use serde::Serialize;
 
 /// The updates of one LLC's CPUs together against one alone, on buffers of 3/4 of the knee.
@@ -81,10 +81,9 @@ pub fn measure(
         rounds,
         seed,
     };
-    let gather = |laps: &[Vec<crate::probe::Lap>]| {
-        let mut v: Vec<f64> = laps.iter().flatten().map(|l| l.gather_ns).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    let gather = |laps: &[Vec<Lap>]| {
+        let v: Vec<f64> = laps.iter().flatten().map(|l| l.gather_ns).collect();
+        if v.is_empty() { 0.0 } else { median(v) }
     };
     let alone_gather_ns = gather(&co_run_threads(&cpus[..1], load)?);
     let gather_ns = gather(&co_run_threads(cpus, load)?);

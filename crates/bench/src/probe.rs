@@ -251,7 +251,7 @@ fn stream(buf: &[usize]) -> f64 {
     (std::mem::size_of_val(buf) as f64) / s.max(1e-9) / 1e9
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
@@ -547,9 +547,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         .filter(|(_, cpus)| !cpus.is_empty())
         .map(|(node, cpus)| co_run_node(node, &cpus, cfg))
         .collect::<Result<Vec<_>, _>>()?;
-    let llc_share = llc_share(&host, &allowed, &cells, &cache_curve, llc_gather_ns, cfg)?;
-    bind(&all)?;
-    Ok(ProbeResult {
+    let mut result = ProbeResult {
         buffer_mib: cfg.mib,
         loads: cfg.loads,
         rounds: cfg.rounds,
@@ -560,27 +558,22 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         cache_curve,
         co_run,
         core_mhz,
-        llc_share,
-    })
+        llc_share: None,
+    };
+    result.llc_share = llc_share(&host, &allowed, &result, cfg)?;
+    bind(&all)?;
+    Ok(result)
 }
 
 /// [`crate::llc_share::measure`] on the CPUs of the first CPU's LLC that the probe may use,
-/// for the knee of `curve`.
+/// for the knee of the probe's curve so far.
 fn llc_share(
     host: &topo::HostTopology,
     allowed: &CpuSet,
-    cells: &[ProbeCell],
-    curve: &[(usize, f64)],
-    hit_ns: f64,
+    r: &ProbeResult,
     cfg: &ProbeConfig,
 ) -> Result<Option<crate::llc_share::LlcShare>, BenchError> {
-    let local: Vec<&ProbeCell> = cells.iter().filter(|c| c.cpu_node == c.mem_node).collect();
-    if local.is_empty() {
-        return Ok(None);
-    }
-    let latency = median(local.iter().map(|c| c.latency_ns).collect());
-    let miss_ns = median(local.iter().map(|c| c.gather_ns).collect());
-    let Some(knee) = effective_llc_kib(curve, latency) else {
+    let (Some(knee), Some(miss_ns)) = (r.effective_llc_kib(), r.local_gather_ns()) else {
         return Ok(None);
     };
     let t = &host.topology;
@@ -597,7 +590,7 @@ fn llc_share(
     crate::llc_share::measure(
         &cpus,
         knee,
-        (hit_ns, miss_ns),
+        (r.llc_gather_ns, miss_ns),
         (cfg.loads, cfg.rounds, cfg.seed),
     )
 }
@@ -823,9 +816,14 @@ impl ProbeResult {
     /// (the cost model's `cpu.mlp`): local latency over the local gather time per access.
     pub fn random_mlp(&self) -> Option<f64> {
         let lat = self.local_latency_ns()?;
-        let v: Vec<f64> = self.local().map(|c| c.gather_ns).collect();
-        let g = (!v.is_empty()).then(|| median(v))?;
+        let g = self.local_gather_ns()?;
         (g > 0.0).then(|| (lat / g).max(1.0))
+    }
+
+    /// Median ns per independent random update of the node-local cells (a miss).
+    pub fn local_gather_ns(&self) -> Option<f64> {
+        let v: Vec<f64> = self.local().map(|c| c.gather_ns).collect();
+        (!v.is_empty()).then(|| median(v))
     }
 
     /// The same for accesses that hit the last-level cache.

@@ -94,20 +94,43 @@ pub enum MachineParamError {
     },
 }
 
-/// The values `param` accepts: inclusive bounds and how to say them.
-fn valid_range(param: &str) -> (f64, f64, String) {
+/// The values a machine parameter accepts: inclusive bounds, whole numbers only or not, and
+/// how to say them.
+struct ValidRange {
+    lo: f64,
+    hi: f64,
+    whole: bool,
+    text: String,
+}
+
+impl ValidRange {
+    fn new(lo: f64, hi: f64, text: impl Into<String>) -> Self {
+        ValidRange {
+            lo,
+            hi,
+            whole: false,
+            text: text.into(),
+        }
+    }
+
+    fn contains(&self, v: f64) -> bool {
+        v.is_finite() && (self.lo..=self.hi).contains(&v) && (!self.whole || v.fract() == 0.0)
+    }
+}
+
+/// The values `param` accepts.
+fn valid_range(param: &str) -> ValidRange {
     match param {
         "bandwidth_gbps" => {
             let (lo, hi) = BANDWIDTH_GBPS_RANGE;
-            (lo, hi, format!("a number of GB/s from {lo} to {hi}"))
+            ValidRange::new(lo, hi, format!("a number of GB/s from {lo} to {hi}"))
         }
-        "freq_mhz" => (
-            1.0,
-            100_000.0,
-            "a clock in MHz from 1 to 100000".to_string(),
-        ),
-        "out_of_order" => (0.0, 1.0, "0 (in order) or 1 (out of order)".to_string()),
-        _ => (f64::MIN_POSITIVE, f64::MAX, "a positive number".to_string()),
+        "freq_mhz" => ValidRange::new(1.0, 100_000.0, "a clock in MHz from 1 to 100000"),
+        "out_of_order" => ValidRange {
+            whole: true,
+            ..ValidRange::new(0.0, 1.0, "0 (in order) or 1 (out of order)")
+        },
+        _ => ValidRange::new(f64::MIN_POSITIVE, f64::MAX, "a positive number"),
     }
 }
 
@@ -119,19 +142,13 @@ pub fn machine_value(param: &str, text: &str) -> Result<f64, MachineParamError> 
             valid: MACHINE_PARAMS.join(", "),
         });
     }
-    let (lo, hi, range) = valid_range(param);
+    let range = valid_range(param);
     match text.trim().parse::<f64>() {
-        Ok(v)
-            if v.is_finite()
-                && (lo..=hi).contains(&v)
-                && (param != "out_of_order" || v.fract() == 0.0) =>
-        {
-            Ok(v)
-        }
+        Ok(v) if range.contains(v) => Ok(v),
         _ => Err(MachineParamError::BadValue {
             param: param.to_string(),
             value: text.trim().to_string(),
-            range,
+            range: range.text,
         }),
     }
 }

@@ -106,13 +106,6 @@ pub struct Overlap {
     pub stream_coef: Vec<f64>,
 }
 
-/// Which part of an operation is the longest: the coefficients through which it depends on
-/// the contention factors (none when the core's own work is the longest).
-enum Longest<'a> {
-    Core,
-    Misses(&'a [f64]),
-}
-
 impl LinearOp {
     /// Fill in the derived fields (`nz`, `fp`) once the others are final.
     fn finish(&mut self) {
@@ -140,35 +133,24 @@ impl LinearOp {
         ns
     }
 
-    /// Time of one operation under `q`, ns, and the part that decides it.
-    fn timed(&self, q: &Contention) -> (f64, Longest<'_>) {
+    /// Time of one operation under `q`, ns, and `d ns / d q(cpu_node, j)` for every node at
+    /// once: the coefficients of the part that decides the time (`None`: the core's own work
+    /// does, and contention does not matter at the margin). What the contention solve needs.
+    pub fn ns_and_slopes(&self, q: &Contention) -> (f64, Option<&[f64]>) {
         let Some(o) = &self.overlap else {
-            return (
-                self.stall(self.base_ns, &self.coef, q),
-                Longest::Misses(&self.coef),
-            );
+            return (self.stall(self.base_ns, &self.coef, q), Some(&self.coef));
         };
         let misses = self.stall(o.hit_ns, &self.coef, q);
         let streams = self.stall(0.0, &o.stream_coef, q);
         let (longest, part) = if streams > misses {
-            (streams, Longest::Misses(&o.stream_coef[..]))
+            (streams, &o.stream_coef[..])
         } else {
-            (misses, Longest::Misses(&self.coef[..]))
+            (misses, &self.coef[..])
         };
         if o.core_ns >= longest {
-            (self.base_ns + o.core_ns, Longest::Core)
+            (self.base_ns + o.core_ns, None)
         } else {
-            (self.base_ns + longest, part)
-        }
-    }
-
-    /// `d ns / d q(cpu_node, j)` for every node at once: the coefficients of the part that
-    /// decides the time under `q` (`None`: the core's work does, and contention does not
-    /// matter at the margin). With [`LinearOp::ns`], what the contention solve needs.
-    pub fn ns_and_slopes(&self, q: &Contention) -> (f64, Option<&[f64]>) {
-        match self.timed(q) {
-            (ns, Longest::Core) => (ns, None),
-            (ns, Longest::Misses(c)) => (ns, Some(c)),
+            (self.base_ns + longest, Some(part))
         }
     }
 
@@ -196,7 +178,7 @@ impl LinearOp {
 
     /// Time of one operation under contention `q`, ns.
     pub fn ns(&self, q: &Contention) -> f64 {
-        self.timed(q).0
+        self.ns_and_slopes(q).0
     }
 }
 
@@ -354,15 +336,16 @@ pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId
     } else {
         1.0
     };
-    // Lines missed, each over the lines in flight for its pattern: random ones, and streams.
-    let over_mlp = |pattern: Pattern| -> f64 {
+    // Lines missed, each over the lines in flight for its pattern.
+    let over_mlp = |a: &crate::program::Access| match a.pattern {
+        Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / cpu.mlp.max(1e-3),
+        Pattern::Stream => a.bytes / line / cpu.stream_mlp().max(1e-3),
+    };
+    let of = |pattern: Pattern| -> f64 {
         op.accesses
             .iter()
             .filter(|a| a.pattern == pattern)
-            .map(|a| match a.pattern {
-                Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / cpu.mlp.max(1e-3),
-                Pattern::Stream => a.bytes / line / cpu.stream_mlp().max(1e-3),
-            })
+            .map(over_mlp)
             .sum()
     };
     let hits_over_mlp: f64 = op
@@ -374,19 +357,12 @@ pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId
     let latency = topo.latency_ns(node, node);
     let core = op.cycles * topo.ns_per_cycle();
     let hits = hits_over_mlp * cpu.llc_latency_ns.unwrap_or(0.0);
-    let (random, streams) = (over_mlp(Pattern::Random), over_mlp(Pattern::Stream));
     if !cpu.out_of_order {
         // Summed over the accesses in their order, as before the overlap was modelled.
-        let lines_over_mlp: f64 = op
-            .accesses
-            .iter()
-            .map(|a| match a.pattern {
-                Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / cpu.mlp.max(1e-3),
-                Pattern::Stream => a.bytes / line / cpu.stream_mlp().max(1e-3),
-            })
-            .sum();
+        let lines_over_mlp: f64 = op.accesses.iter().map(over_mlp).sum();
         return core + lines_over_mlp * latency + hits;
     }
+    let (random, streams) = (of(Pattern::Random), of(Pattern::Stream));
     let (misses, streams) = if cpu.stream_mlp.is_some() {
         (random * latency + hits, streams * latency)
     } else {

@@ -146,11 +146,22 @@ fn common(t: &Topology) -> String {
     let n0 = &t.nodes[0];
     let _ = writeln!(
         s,
-        "- *Machine*: `{}`, {} nodes x {} CPUs at {:.0} MHz (docs/MACHINES.md).",
+        "- *Machine*: `{}`, {} nodes x {} CPUs at {:.0} MHz (docs/MACHINES.md), {} core: an \
+         operation's core work and memory stalls {} (docs/MODEL.md §4).",
         t.name,
         t.nr_nodes(),
         n0.cpus.count(),
-        t.cpu_model.freq_mhz
+        t.cpu_model.freq_mhz,
+        if t.cpu_model.out_of_order {
+            "out-of-order"
+        } else {
+            "in-order"
+        },
+        if t.cpu_model.out_of_order {
+            "overlap"
+        } else {
+            "add up"
+        }
     );
     let _ = writeln!(
         s,

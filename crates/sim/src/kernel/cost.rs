@@ -85,6 +85,17 @@ pub struct LinearOp {
     pub bytes: Vec<f64>,
     /// Cache lines missed.
     pub lines: f64,
+    /// Lines one operation reads at random (hits and misses), and the bytes of the regions
+    /// they fall in: how fast a task re-touches its cached lines after they were evicted.
+    pub random_lines: f64,
+    pub random_footprint: f64,
+    /// Bytes of the random regions the task's LLC share holds (`hit x random_footprint`):
+    /// what another task's turn on the cache can evict ([`refill_after_turns`]).
+    pub cached_bytes: f64,
+    /// Lines one operation touches (random and streamed), and the bytes of all the regions
+    /// it reaches: what a run of the task touches, at most its footprint.
+    pub touched_lines: f64,
+    pub footprint: f64,
     /// The nodes with a non-zero stall or traffic, ascending: the only ones the fixed point
     /// and [`LinearOp::ns`] need to visit (a task's memory is on few of a large machine's
     /// nodes).
@@ -249,12 +260,17 @@ pub fn linear_op_into(
     out.bytes.clear();
     out.bytes.resize(nr, 0.0);
     out.lines = 0.0;
+    out.random_lines = 0.0;
     let random_footprint: f64 = random_footprint(op, at.regions);
     let hit = if random_footprint > 0.0 {
         (at.cache_share / random_footprint).min(1.0)
     } else {
         1.0
     };
+    out.random_footprint = random_footprint;
+    out.cached_bytes = hit * random_footprint;
+    out.touched_lines = 0.0;
+    out.footprint = footprint(op, at.regions, |_| true);
     frac.clear();
     frac.resize(nr, 0.0);
     for (i, a) in op.accesses.iter().enumerate() {
@@ -265,6 +281,7 @@ pub fn linear_op_into(
             Pattern::Stream => (a.bytes / line, stream_mlp),
         };
         if a.pattern == Pattern::Random {
+            out.random_lines += (a.bytes / line).ceil();
             // The lines that hit still wait for the LLC, overlapped as misses are.
             let hit_ns = hit * (a.bytes / line).ceil() * llc_ns / mlp;
             match overlap.as_mut() {
@@ -273,6 +290,10 @@ pub fn linear_op_into(
             }
         }
         out.lines += lines;
+        out.touched_lines += match a.pattern {
+            Pattern::Random => (a.bytes / line).ceil(),
+            Pattern::Stream => a.bytes / line,
+        };
         at.regions[a.region].node_fractions(cpu_node, frac);
         let traffic = if a.write { 2.0 } else { 1.0 } * line;
         let coef = match overlap.as_mut() {
@@ -309,11 +330,57 @@ pub fn op_profile(
     }
 }
 
+/// The stall of a task that comes back to its LLC after other tasks took turns on it, and
+/// the lines it fetches again (MODEL.md §4, "Turns on a cache").
+///
+/// The cache is read as LRU: the `op.cached_bytes` the task held survive while the distinct
+/// bytes other tasks touched since it left (`others_bytes`, all newer than its lines) fit
+/// beside them in `llc_bytes`; the excess evicts the task's own lines. An evicted line costs `per_line_ns` (a miss instead
+/// of a hit) when the task next touches it, which for a random access pattern is spread over
+/// its run: after `k` operations, a fraction `1 - exp(-k * random_lines / footprint_lines)`
+/// of the evicted lines has been touched. `k` is counted as if every former hit missed, so
+/// the stall is never longer than the run (`run_ns`, the slice the task was given).
+pub fn refill_after_turns(
+    op: &LinearOp,
+    others_bytes: f64,
+    llc_bytes: f64,
+    line_bytes: f64,
+    per_line_ns: f64,
+    op_ns: f64,
+    run_ns: f64,
+) -> (f64, f64) {
+    let held = op.cached_bytes;
+    if held <= 0.0 || others_bytes <= 0.0 || op.random_footprint <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let evicted = (held + others_bytes - llc_bytes).clamp(0.0, held);
+    if evicted <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let evicted_lines = evicted / line_bytes;
+    let hit_lines = op.random_lines * held / op.random_footprint;
+    let slow_op_ns = (op_ns + hit_lines * per_line_ns).max(1e-9);
+    let ops = run_ns / slow_op_ns;
+    let footprint_lines = (op.random_footprint / line_bytes).max(1.0);
+    let touched = 1.0 - (-ops * op.random_lines / footprint_lines).exp();
+    let lines = evicted_lines * touched;
+    (lines * per_line_ns, lines)
+}
+
 /// Bytes of the distinct regions an operation reads at random.
 fn random_footprint(op: &OpCost, regions: &[Region]) -> f64 {
+    footprint(op, regions, |a| a.pattern == Pattern::Random)
+}
+
+/// Bytes of the distinct regions of the accesses `which` selects.
+fn footprint(
+    op: &OpCost,
+    regions: &[Region],
+    which: impl Fn(&crate::program::Access) -> bool,
+) -> f64 {
     let mut seen: Vec<usize> = Vec::new();
     let mut total = 0.0;
-    for a in op.accesses.iter().filter(|a| a.pattern == Pattern::Random) {
+    for a in op.accesses.iter().filter(|a| which(a)) {
         if !seen.contains(&a.region) {
             seen.push(a.region);
             total += regions[a.region].bytes as f64;
@@ -980,6 +1047,82 @@ mod tests {
             * t.latency_ns(0, 0)
             / t.cpu_model.mlp;
         assert!((miss - expect).abs() < 1e-9, "{miss} vs {expect}");
+    }
+
+    /// A decomposition of `mixed_op` over a random region of `random_mib` and a stream
+    /// region of 1 MiB, with `share_mib` of LLC to itself.
+    fn turns_op(random_mib: u64, share_mib: f64) -> LinearOp {
+        let t = out_of_order();
+        let regions = [
+            region_on(&t, 0, random_mib << 20),
+            region_on(&t, 0, 1 << 20),
+        ];
+        linear_op(
+            &t,
+            &mixed_op(10.0, 8.0, 8.0),
+            &regions,
+            0,
+            share_mib * 1048576.0,
+            &[],
+        )
+    }
+
+    #[test]
+    fn a_decomposition_knows_what_the_task_holds_and_touches() {
+        // 8 MiB at random with 4 MiB of cache: half of it held.
+        let op = turns_op(8, 4.0);
+        assert_eq!(op.random_footprint, 8.0 * 1048576.0);
+        assert_eq!(op.cached_bytes, 4.0 * 1048576.0);
+        assert_eq!(op.footprint, 9.0 * 1048576.0);
+        // One random line and an eighth of a streamed one per operation.
+        assert_eq!(op.random_lines, 1.0);
+        assert!((op.touched_lines - 1.125).abs() < 1e-12);
+    }
+
+    #[test]
+    fn lines_survive_the_others_turns_while_both_fit_and_are_fetched_again_after() {
+        let mib = 1048576.0;
+        let op = turns_op(4, 16.0);
+        let (line, per_line, op_ns) = (64.0, 5.0, 1.0);
+        let refill = |others: f64, run: f64| {
+            refill_after_turns(&op, others * mib, 16.0 * mib, line, per_line, op_ns, run)
+        };
+        // 4 MiB held beside 12 MiB of others' lines: all survive.
+        assert_eq!(refill(12.0, 1e9), (0.0, 0.0));
+        // 14 MiB: 2 MiB evicted, all fetched again in a long run, each line a miss.
+        let (stall, lines) = refill(14.0, 1e12);
+        assert!((lines - 2.0 * mib / line).abs() < 1e-6, "{lines}");
+        assert!((stall - lines * per_line).abs() < 1e-6);
+        // More than the cache: the whole of it.
+        let (_, all) = refill(100.0, 1e12);
+        assert!((all - 4.0 * mib / line).abs() < 1e-6);
+        // Nobody else ran, or nothing was held: nothing to pay.
+        assert_eq!(refill(0.0, 1e12), (0.0, 0.0));
+        let none = turns_op(4, 0.0);
+        assert_eq!(
+            refill_after_turns(&none, 100.0 * mib, 16.0 * mib, line, per_line, op_ns, 1e12),
+            (0.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn a_short_run_fetches_only_the_lines_it_touches_and_never_stalls_longer_than_it_runs() {
+        let mib = 1048576.0;
+        let op = turns_op(4, 16.0);
+        let lines_held = 4.0 * mib / 64.0;
+        let (per_line, op_ns) = (50.0, 1.0);
+        let mut last = 0.0;
+        for run in [1e3, 1e5, 1e6, 1e7, 1e9] {
+            let (stall, lines) =
+                refill_after_turns(&op, 100.0 * mib, 16.0 * mib, 64.0, per_line, op_ns, run);
+            assert!(stall < run, "run {run} ns, stall {stall} ns");
+            assert!(lines <= lines_held && lines >= last, "{lines}");
+            last = lines;
+        }
+        // 1 us at 51 ns per operation (every former hit a miss) is about 20 operations,
+        // touching about 20 lines.
+        let (_, few) = refill_after_turns(&op, 100.0 * mib, 16.0 * mib, 64.0, per_line, op_ns, 1e3);
+        assert!((few - 1e3 / 51.0).abs() < 0.1, "{few}");
     }
 
     #[test]

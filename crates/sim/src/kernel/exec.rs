@@ -389,6 +389,9 @@ impl Kernel {
             first_cpu: None,
             last_ran: self.now,
             last_llc: None,
+            llc_mark: 0.0,
+            proc_mark: 0.0,
+            run_touched: 0.0,
             last_cpu: None,
             left_round: 0,
             sleep_avg,
@@ -490,6 +493,7 @@ impl Kernel {
             threads: Vec::new(),
             mem_version: 0,
             main_node_memo: std::cell::Cell::new(None),
+            touched: 0.0,
         });
         target
     }

@@ -330,6 +330,10 @@ pub struct Kernel {
     pub waker_cpu: Option<CpuId>,
     /// CPUs of each last-level cache.
     llc_cpus: Vec<Vec<CpuId>>,
+    /// Bytes the tasks running on each LLC's CPUs have touched (each run counted up to the
+    /// task's footprint), a running count: what others touched while a task was away
+    /// evicts its lines (`cost::refill_after_turns`).
+    llc_touched: Vec<f64>,
     contention_dirty: bool,
     /// Shortest simulated time between two contention refreshes (0: after every event that
     /// changed what runs); [`CONTENTION_PERIOD`] unless set. See `rates.rs`.
@@ -488,6 +492,7 @@ impl Kernel {
             waker_cpu: None,
             nr_parked,
             llc_cpus,
+            llc_touched: vec![0.0; nr_llc],
             contention_dirty: false,
             contention_period: CONTENTION_PERIOD,
             next_refresh_at: 0,

@@ -134,6 +134,12 @@ impl Kernel {
         }
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.tasks[t].last_ran = self.now;
+            if let Some(llc) = self.tasks[t].last_llc {
+                let touched = self.procs[self.tasks[t].pid].touched;
+                let task = &mut self.tasks[t];
+                task.llc_mark = self.llc_touched[llc];
+                task.proc_mark = touched;
+            }
             self.tasks[t].left_round = self.rqs[cpu].round;
             if matches!(
                 self.tasks[t].work,
@@ -242,6 +248,7 @@ impl Kernel {
             }
             self.rqs[cpu].curr = Some(t);
             self.tasks[t].last_cpu = Some(cpu);
+            self.tasks[t].run_touched = 0.0;
             self.counters.context_switches += 1;
             self.tasks[t].state = TaskState::Running;
             self.tasks[t].last_settle = self.now;
@@ -285,6 +292,7 @@ impl Kernel {
     fn charge_cold_cache(&mut self, t: TaskId, cpu: CpuId) {
         let llc = self.topo.cpus[cpu].llc;
         if self.tasks[t].last_llc == Some(llc) {
+            self.charge_refill_after_turns(t, cpu, llc);
             return;
         }
         let had_cache = self.tasks[t].last_llc.is_some();
@@ -298,16 +306,62 @@ impl Kernel {
         if cached == 0.0 {
             return;
         }
-        let node = self.node_of(cpu);
-        let nb = p.node_bytes(self.topo.nr_nodes());
-        let total: u64 = nb.iter().sum();
-        let lat: f64 = nb
-            .iter()
-            .enumerate()
-            .map(|(j, &b)| b as f64 / total.max(1) as f64 * self.topo.latency_ns(node, j))
-            .sum();
+        let lat = self.memory_latency_ns(t, cpu);
         let lines = cached / self.topo.cpu_model.line_bytes as f64;
         self.tasks[t].cold_ns = lines * lat / self.topo.cpu_model.mlp.max(1e-3);
+    }
+
+    /// Idle latency from `cpu` to `t`'s memory, weighted by where its bytes are.
+    fn memory_latency_ns(&self, t: TaskId, cpu: CpuId) -> f64 {
+        let node = self.node_of(cpu);
+        let nb = self.procs[self.tasks[t].pid].node_bytes(self.topo.nr_nodes());
+        let total: u64 = nb.iter().sum();
+        nb.iter()
+            .enumerate()
+            .map(|(j, &b)| b as f64 / total.max(1) as f64 * self.topo.latency_ns(node, j))
+            .sum()
+    }
+
+    /// `t` touched `bytes` more on `llc`.
+    fn count_touched(&mut self, t: TaskId, llc: usize, bytes: f64) {
+        if bytes > 0.0 {
+            self.tasks[t].run_touched += bytes;
+            self.llc_touched[llc] += bytes;
+            self.procs[self.tasks[t].pid].touched += bytes;
+        }
+    }
+
+    /// A task back on the LLC it last used, after others took turns on it, fetches again
+    /// what they evicted of its lines (`cost::refill_after_turns`), as a stall at the start
+    /// of its run, like the cold cache after a move.
+    fn charge_refill_after_turns(&mut self, t: TaskId, cpu: CpuId, llc: usize) {
+        let task = &self.tasks[t];
+        let own = self.procs[task.pid].touched - task.proc_mark;
+        let others = self.llc_touched[llc] - task.llc_mark - own;
+        if others <= 0.0 || task.work != PhaseWork::MemOps {
+            return;
+        }
+        let Some(c) = task.op_cache.as_ref().filter(|c| c.pc == task.pc) else {
+            return;
+        };
+        let cpu_model = &self.topo.cpu_model;
+        let miss_ns = self.memory_latency_ns(t, cpu) / cpu_model.mlp.max(1e-3);
+        let hit_ns = cpu_model.llc_latency_ns.unwrap_or(0.0) / cpu_model.mlp.max(1e-3);
+        let line = cpu_model.line_bytes as f64;
+        let (stall, lines) = super::cost::refill_after_turns(
+            &c.op,
+            others,
+            cpu_model.llc_bytes as f64,
+            line,
+            (miss_ns - hit_ns).max(0.0),
+            c.op.ns(&self.q),
+            task.slice_left as f64,
+        );
+        if stall > 0.0 {
+            let task = &mut self.tasks[t];
+            task.cold_ns = task.cold_ns.max(stall);
+            self.count_touched(t, llc, lines * line);
+        }
     }
 
     /// Advance a running task's accounting to now.
@@ -343,8 +397,21 @@ impl Kernel {
             task.user_ns += user;
             task.node_user_ns[node] += user;
             task.sys_ns += d - user;
+            // What the work touched on the LLC: the lines of its operations, up to its
+            // footprint in one run, or the bytes a first touch wrote.
+            let touched = match task.work {
+                PhaseWork::MemOps => task.op_cache.as_ref().map_or(0.0, |c| {
+                    let bytes = d * task.rate * c.op.touched_lines;
+                    (bytes * self.topo.cpu_model.line_bytes as f64)
+                        .min(c.op.footprint - task.run_touched)
+                }),
+                PhaseWork::Touch { .. } => d * task.rate,
+                _ => 0.0,
+            };
+            let llc = self.topo.cpus[cpu].llc;
+            self.count_touched(t, llc, touched);
         }
-        if let PhaseWork::Touch { region, end } = task.work {
+        if let PhaseWork::Touch { region, end } = self.tasks[t].work {
             self.touch_progress(t, region, end);
         }
     }

@@ -85,6 +85,13 @@ pub struct Task {
     pub last_ran: Ns,
     /// LLC whose cache holds its working set, if any.
     pub last_llc: Option<usize>,
+    /// When the task last left a CPU of that LLC: the LLC's count of bytes touched
+    /// ([`super::Kernel`]'s `llc_touched`) and its process's own ([`Process::touched`]).
+    /// What others touched since then is newer than its lines and evicts them.
+    pub llc_mark: f64,
+    pub proc_mark: f64,
+    /// Distinct bytes touched in the current run (at most its footprint).
+    pub run_touched: f64,
     /// CPU it last ran on (2.4's `p->processor`, for `PROC_CHANGE_PENALTY`).
     pub last_cpu: Option<CpuId>,
     /// Round of its CPU's runqueue when it last left the CPU (2.4 base: the counter
@@ -163,6 +170,9 @@ pub struct Process {
     /// [`Process::main_node`] as of a `mem_version`: the node-affine balancers ask it for
     /// every queued task of every pass, and the memory rarely moves between passes.
     pub main_node_memo: Cell<Option<(u64, Option<NodeId>)>>,
+    /// Bytes its threads have touched on every LLC, a running count: a thread's own
+    /// process does not evict its lines (they share them).
+    pub touched: f64,
 }
 
 impl Process {

@@ -172,3 +172,64 @@ fn a_lone_writer_pays_no_transfers_and_a_pair_fewer_than_one_per_access() {
         );
     }
 }
+
+/// Two tasks on one CPU, each updating 4 MiB at random: as two processes (`jobs`), or as two
+/// threads of one process sharing the region.
+fn turn_takers(threads_of_one: bool) -> String {
+    if !threads_of_one {
+        return jobs(&[(0, 0), (0, 0)], 4, 2e7, 100.0, RANDOM);
+    }
+    format!(
+        r#"name = "threads"
+[[program]]
+name = "t"
+job = true
+affinity = [0]
+region = [{{ name = "a", mib = 4, policy = "bind:0" }}]
+phase = [{{ memory = {{ ops = 2e7, cycles = 100.0, access = [{RANDOM}] }} }}]
+[[launch]]
+program = "t"
+cpu = 0
+threads = 2
+"#
+    )
+}
+
+#[test]
+fn turns_on_one_cache_cost_a_refill_once_both_footprints_overflow_it() {
+    // 6 MiB holds one 4 MiB job but not two: each comes back to find 2 MiB of its lines gone.
+    let small = "nodes=2,cpus-per-node=1,llc-mib=6";
+    let alone = run_jobs(small, &jobs(&[(0, 0)], 4, 2e7, 100.0, RANDOM));
+    let a = alone.tasks[0].user_ns;
+    let two = run_jobs(small, &turn_takers(false));
+    let switches = two.counters.context_switches as f64;
+    assert!(
+        switches >= 10.0,
+        "{switches} switches: the jobs must take turns"
+    );
+    let topo = machine(small);
+    let per_line = topo.latency_ns(0, 0) / topo.cpu_model.mlp
+        - topo.cpu_model.llc_latency_ns.unwrap_or(0.0) / topo.cpu_model.mlp;
+    let lines = 2.0 * 1048576.0 / topo.cpu_model.line_bytes as f64;
+    // Every switch but the first two brings one job back to 2 MiB evicted.
+    let want = (switches - 2.0) * lines * per_line;
+    let extra: f64 = two.tasks.iter().map(|t| t.user_ns - a).sum();
+    assert!(
+        (extra - want).abs() < 0.05 * want,
+        "extra user time {extra:.0} ns, {switches} switches of a 2 MiB refill: {want:.0} ns"
+    );
+    // 16 MiB holds both: taking turns costs nothing.
+    let big = "nodes=2,cpus-per-node=1,llc-mib=16";
+    let alone = run_jobs(big, &jobs(&[(0, 0)], 4, 2e7, 100.0, RANDOM)).tasks[0].user_ns;
+    for t in &run_jobs(big, &turn_takers(false)).tasks {
+        assert!(
+            (t.user_ns - alone).abs() < 1e-9 * alone,
+            "{} vs {alone}",
+            t.user_ns
+        );
+    }
+    // Threads of one process share their lines: neither evicts the other's.
+    for t in &run_jobs(small, &turn_takers(true)).tasks {
+        assert!((t.user_ns - a).abs() < 1e-9 * a, "{} vs {a}", t.user_ns);
+    }
+}

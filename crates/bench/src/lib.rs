@@ -18,6 +18,7 @@ pub mod llc_share;
 pub mod numa_test;
 pub mod overhead;
 pub mod probe;
+pub mod refill;
 pub mod report;
 pub mod worker;
 

@@ -95,6 +95,9 @@ pub struct ProbeResult {
     /// Whether the knee of the latency curve is each core's own or shared by its LLC's CPUs
     /// (`None`: no knee, or one CPU). [`crate::llc_share`].
     pub llc_share: Option<crate::llc_share::LlcShare>,
+    /// What one evicted line of a random-access buffer costs to fetch again (`None`: no
+    /// knee). [`crate::refill`].
+    pub refill: Option<crate::refill::Refill>,
 }
 
 /// One node's CPUs running the stream and random-update loops at once, one thread per CPU,
@@ -189,7 +192,7 @@ pub fn on_cpu_share(laps: &[Vec<Lap>]) -> Option<f64> {
 }
 
 /// Cache-line slot size; the chase touches one word per slot.
-const LINE: usize = 64;
+pub(crate) const LINE: usize = 64;
 const WORDS_PER_LINE: usize = LINE / std::mem::size_of::<usize>();
 
 /// A buffer whose slots form one ring in random order: each slot's first word holds the
@@ -199,7 +202,7 @@ fn chase_buffer(mib: usize, seed: u64) -> Vec<usize> {
 }
 
 /// [`chase_buffer`] of `kib` KiB.
-fn chase_buffer_kib(kib: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn chase_buffer_kib(kib: usize, seed: u64) -> Vec<usize> {
     let slots = (kib << 10) / LINE;
     let mut order: Vec<usize> = (0..slots).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
@@ -222,7 +225,7 @@ fn chase(buf: &[usize], loads: u64) -> f64 {
 }
 
 /// Random slot indices for [`gather`]: `n` draws over the buffer's line slots.
-fn gather_indices(buf: &[usize], n: u64, seed: u64) -> Vec<u32> {
+pub(crate) fn gather_indices(buf: &[usize], n: u64, seed: u64) -> Vec<u32> {
     use rand::Rng;
     let slots = (buf.len() / WORDS_PER_LINE).max(1) as u32;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7468);
@@ -232,7 +235,7 @@ fn gather_indices(buf: &[usize], n: u64, seed: u64) -> Vec<u32> {
 /// ns per random access when the accesses do not depend on each other (numa_test's
 /// `a[ix[i]] += b[i]` shape: the indices stream in, the target lines are random): the
 /// core overlaps as many as it can, so latency / this = the lines it keeps in flight.
-fn gather(buf: &mut [usize], idx: &[u32]) -> f64 {
+pub(crate) fn gather(buf: &mut [usize], idx: &[u32]) -> f64 {
     let start = Instant::now();
     for &i in idx {
         let w = i as usize * WORDS_PER_LINE;
@@ -243,7 +246,7 @@ fn gather(buf: &mut [usize], idx: &[u32]) -> f64 {
 }
 
 /// GB/s of one pass summing every word.
-fn stream(buf: &[usize]) -> f64 {
+pub(crate) fn stream(buf: &[usize]) -> f64 {
     let start = Instant::now();
     let sum = buf.iter().fold(0usize, |a, &x| a.wrapping_add(x));
     black_box(sum);
@@ -257,7 +260,7 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Bind the calling thread to `cpus` (kernel numbers).
-fn bind(cpus: &CpuSet) -> Result<(), BenchError> {
+pub(crate) fn bind(cpus: &CpuSet) -> Result<(), BenchError> {
     let tid = nix::unistd::gettid().as_raw() as linux::Tid;
     linux::affinity::set_affinity(tid, cpus)
         .map(|_| ())
@@ -559,8 +562,16 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         co_run,
         core_mhz,
         llc_share: None,
+        refill: None,
     };
     result.llc_share = llc_share(&host, &allowed, &result, cfg)?;
+    if let (Some(knee), Some(llc), Some(cpu)) = (
+        result.effective_llc_kib(),
+        result.model_llc_kib(),
+        allowed.iter().next(),
+    ) {
+        result.refill = crate::refill::measure(cpu, knee, llc, cfg.rounds, cfg.seed)?;
+    }
     bind(&all)?;
     Ok(result)
 }
@@ -654,6 +665,7 @@ impl ProbeResult {
             let _ = writeln!(s, "last-level cache this core holds alone: about {kib} KiB");
         }
         self.llc_share_text(&mut s);
+        self.refill_text(&mut s);
         self.co_run_text(&mut s);
         if let Some(mhz) = self.core_mhz {
             let _ = writeln!(
@@ -679,16 +691,43 @@ impl ProbeResult {
                 .core_mhz
                 .map(|m| format!(" --machine-set freq_mhz={m:.0}"))
                 .unwrap_or_default();
+            let refill = self
+                .refill
+                .as_ref()
+                .map(|r| format!(" --machine-set refill_ns={:.1}", r.per_line_ns))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
                 "[cpu] mlp = {mlp:.1}, stream_mlp = {stream:.0} (latency x rate / line), \
                  llc_latency_ns = {llc:.0} (ns per independent LLC hit x mlp).\n\
                  For `homenode sim --machine host`: --machine-set local_latency_ns={local:.0} \
                  --machine-set mlp={mlp:.1} --machine-set stream_mlp={stream:.0} \
-                 --machine-set llc_latency_ns={llc:.0}{llc_kib}{bandwidth}{clock}"
+                 --machine-set llc_latency_ns={llc:.0}{llc_kib}{bandwidth}{clock}{refill}"
             );
         }
         s
+    }
+
+    /// The refill's line ([`crate::refill`]), against the cost model's figure.
+    fn refill_text(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        if let (Some(r), Some(miss)) = (&self.refill, self.local_gather_ns()) {
+            let _ = writeln!(
+                s,
+                "{} KiB updated at random on CPU {} after {} KiB were updated and read through: \
+                 {:.2} ns per update against {:.2} warm, {:.2} ns per evicted line fetched \
+                 again (the cost model's miss instead of a hit: {:.2} - {:.2} = {:.2} ns)",
+                r.buffer_kib,
+                r.cpu,
+                r.evict_kib,
+                r.cold_ns,
+                r.warm_ns,
+                r.per_line_ns,
+                miss,
+                self.llc_gather_ns,
+                miss - self.llc_gather_ns
+            );
+        }
     }
 
     /// The LLC co-run's line ([`crate::llc_share`]): shared or each core's own.
@@ -905,6 +944,7 @@ mod tests {
             co_run: vec![],
             core_mhz: Some(4249.6),
             llc_share: None,
+            refill: None,
         };
         // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
         assert!((r.stream_mlp().unwrap() - 51.2).abs() < 1e-9);
@@ -1071,6 +1111,7 @@ mod tests {
             co_run: vec![node(0, 15.04, 1.25)],
             core_mhz: None,
             llc_share: None,
+            refill: None,
         };
         assert_eq!(r.node_bandwidth_gbps(), Some(15.04));
         assert_eq!(r.co_run_relative_rate(), Some(0.8));

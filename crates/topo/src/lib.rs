@@ -84,6 +84,10 @@ pub struct CpuModel {
     /// sum (docs/MODEL.md §4, "Overlap"). `false`: an in-order core that stalls at the first
     /// use of a missing load, so the parts add up.
     pub out_of_order: bool,
+    /// ns to fetch again one line of a random region that another task's turn on the cache
+    /// evicted, from local memory, TLB walks included (measured by `homenode bench probe`);
+    /// `None`: a miss instead of a hit (docs/MODEL.md §4, "Turns on a cache").
+    pub refill_ns: Option<f64>,
 }
 
 impl CpuModel {

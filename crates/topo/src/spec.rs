@@ -96,6 +96,11 @@ pub struct CpuSpec {
     /// stalls; absent: `false`, an in-order core whose stalls add to its work.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub out_of_order: bool,
+    /// ns to fetch again one line of a random-access region that another task's turn on the
+    /// cache evicted, local memory, TLB walks included (`homenode bench probe` measures it);
+    /// absent: a miss instead of a hit, `(local latency - llc_latency_ns) / mlp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refill_ns: Option<f64>,
 }
 
 /// `[memory]` table.
@@ -352,6 +357,13 @@ impl MachineSpec {
                 format!("is {l}, must be a finite number >= 0"),
             ));
         }
+        if let Some(r) = c.refill_ns.filter(|r| !(r.is_finite() && *r >= 0.0)) {
+            return Err(TopoError::impossible(
+                o,
+                "cpu.refill_ns",
+                format!("is {r}, must be a finite number >= 0"),
+            ));
+        }
         Ok(CpuModel {
             freq_mhz: c.freq_mhz,
             mlp: c.mlp,
@@ -361,6 +373,7 @@ impl MachineSpec {
             line_bytes: c.line_bytes,
             store_buffer: c.store_buffer,
             out_of_order: c.out_of_order,
+            refill_ns: c.refill_ns,
         })
     }
 
@@ -790,6 +803,7 @@ fault_overhead_ns = 1000
                 "mlp = 1\nllc_latency_ns = -1",
                 "`cpu.llc_latency_ns`",
             ),
+            ("mlp = 1", "mlp = 1\nrefill_ns = -2", "`cpu.refill_ns`"),
             ("llc_kib = 1024", "llc_kib = 0", "`cpu.llc_kib`"),
             (
                 "llc_kib = 1024",

@@ -134,6 +134,7 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
             stream_mlp: base.cpu.stream_mlp,
             llc_latency_ns: base.cpu.llc_latency_ns,
             out_of_order: base.cpu.out_of_order,
+            refill_ns: base.cpu.refill_ns,
         },
         memory,
         node_overrides: Vec::new(),

@@ -84,6 +84,7 @@ fn machine_keys_are_documented() {
     // Optional keys are left out of the TOML when absent: give them a value.
     spec.cpu.stream_mlp = Some(2.0);
     spec.cpu.llc_latency_ns = Some(1.0);
+    spec.cpu.refill_ns = Some(1.0);
     spec.memory.latency_ns = Some(vec![vec![1.0]]);
     let text = spec.to_toml_string();
     let table: toml::Table = text.parse().expect("spec TOML");

@@ -22,6 +22,12 @@ pub fn memory_bound(t: &Topology) -> String {
     );
     let _ = writeln!(
         s,
+        "- *Turns on a cache*: jobs that take turns on a CPU evict each other's lines; a job \
+         back on its cache after others ran fetches again what they evicted (an LRU reading, \
+         docs/MODEL.md §4), each line a miss instead of a hit."
+    );
+    let _ = writeln!(
+        s,
         "- *Work*: numa_test's `randupdt` (random read-modify-write of an 8 MB-per-million \
          array, streaming reads of the others) and hackbench as in docs/WORKLOADS.md; costs \
          per access from docs/MODEL.md."
@@ -35,9 +41,10 @@ pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> S
     let mut s = common(t);
     let _ = writeln!(
         s,
-        "- *Migration cost*: a moved task refills its cache (up to the {:.1} MiB LLC); compile \
-         jobs first-touch their heap where they run after exec, so exec placement and early \
-         balancing decide how much of their memory is remote.",
+        "- *Migration cost*: a moved task refills its cache (up to the {:.1} MiB LLC), and one \
+         back on its cache after others ran fetches again what they evicted (docs/MODEL.md \
+         §4); compile jobs first-touch their heap where they run after exec, so exec \
+         placement and early balancing decide how much of their memory is remote.",
         t.cpu_model.llc_bytes as f64 / (1u64 << 20) as f64
     );
     let Some(n) = disks else {

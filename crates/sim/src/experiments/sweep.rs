@@ -62,13 +62,14 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 9] = [
+pub const MACHINE_PARAMS: [&str; 10] = [
     "freq_mhz",
     "out_of_order",
     "llc_kib",
     "mlp",
     "stream_mlp",
     "llc_latency_ns",
+    "refill_ns",
     "local_latency_ns",
     "bandwidth_gbps",
     "remote_bandwidth_ratio",
@@ -169,6 +170,7 @@ pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
         "mlp" => t.cpu_model.mlp = v,
         "stream_mlp" => t.cpu_model.stream_mlp = Some(v),
         "llc_latency_ns" => t.cpu_model.llc_latency_ns = Some(v),
+        "refill_ns" => t.cpu_model.refill_ns = Some(v),
         "llc_kib" => t.cpu_model.llc_bytes = ((v * 1024.0).round() as u64).max(1),
         "local_latency_ns" => {
             let local = t.latency_ns[0][0];

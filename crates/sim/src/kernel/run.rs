@@ -345,15 +345,22 @@ impl Kernel {
             return;
         };
         let cpu_model = &self.topo.cpu_model;
-        let miss_ns = self.memory_latency_ns(t, cpu) / cpu_model.mlp.max(1e-3);
-        let hit_ns = cpu_model.llc_latency_ns.unwrap_or(0.0) / cpu_model.mlp.max(1e-3);
+        let mlp = cpu_model.mlp.max(1e-3);
+        let latency = self.memory_latency_ns(t, cpu);
+        // A measured refill is from local memory; remote memory adds its extra latency.
+        let per_line_ns = match cpu_model.refill_ns {
+            Some(r) => {
+                r + (latency - self.topo.latency_ns(self.node_of(cpu), self.node_of(cpu))) / mlp
+            }
+            None => (latency - cpu_model.llc_latency_ns.unwrap_or(0.0)) / mlp,
+        };
         let line = cpu_model.line_bytes as f64;
         let (stall, lines) = super::cost::refill_after_turns(
             &c.op,
             others,
             cpu_model.llc_bytes as f64,
             line,
-            (miss_ns - hit_ns).max(0.0),
+            per_line_ns.max(0.0),
             c.op.ns(&self.q),
             task.slice_left as f64,
         );

@@ -233,3 +233,35 @@ fn turns_on_one_cache_cost_a_refill_once_both_footprints_overflow_it() {
         assert!((t.user_ns - a).abs() < 1e-9 * a, "{} vs {a}", t.user_ns);
     }
 }
+
+#[test]
+fn a_measured_refill_replaces_the_miss_instead_of_a_hit() {
+    let small = "nodes=2,cpus-per-node=1,llc-mib=6";
+    let run_with = |refill: Option<f64>| {
+        let mut topo = (*machine(small)).clone();
+        topo.cpu_model.refill_ns = refill;
+        let topo = std::sync::Arc::new(topo);
+        let w = parse_workload(&turn_takers(false), "jobs.toml").expect("valid workload");
+        let r = sim::Sim::new(
+            topo.clone(),
+            std::sync::Arc::new(w),
+            scheduler("o1", &topo),
+            1,
+        )
+        .with_contention_period(0)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let user: f64 = r.tasks.iter().map(|t| t.user_ns).sum();
+        (user, r.counters.context_switches as f64)
+    };
+    let (derived, switches) = run_with(None);
+    let (none, _) = run_with(Some(0.0));
+    let (measured, _) = run_with(Some(20.0));
+    // Every return after the first two refills 2 MiB: 32,768 lines at 20 ns.
+    let want = (switches - 2.0) * 32768.0 * 20.0;
+    assert!(
+        ((measured - none) - want).abs() < 0.05 * want,
+        "{measured} - {none} vs {want}"
+    );
+    assert!(none < derived && derived < measured);
+}

@@ -273,6 +273,7 @@ impl Reader<'_> {
                 line_bytes: grouping.line_bytes.unwrap_or(base.cpu.line_bytes),
                 store_buffer: base.cpu.store_buffer,
                 out_of_order: base.cpu.out_of_order,
+                refill_ns: base.cpu.refill_ns,
             },
             memory: MemoryModel {
                 loaded_latency_ratio: base.memory.loaded_latency_ratio,

@@ -205,6 +205,7 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         stream_mlp: None,
                         llc_latency_ns: None,
                         out_of_order: false,
+                        refill_ns: None,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

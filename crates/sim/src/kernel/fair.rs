@@ -83,6 +83,9 @@ pub struct FairParams {
     pub min_granularity: Ns,
     /// CFS's wake-up preemption margin (`sysctl_sched_wakeup_granularity`).
     pub wakeup_granularity: Ns,
+    /// A slice ends exactly when it runs out (`sched_feat(HRTICK)`, off by default); else at
+    /// the first tick after (the tick's `update_curr` is what notices it).
+    pub hrtick: bool,
 }
 
 /// The kernel's `sched_nr_latency`: tasks that fit one `latency` period.
@@ -105,6 +108,7 @@ impl FairParams {
             latency: 6_000 * US * factor,
             min_granularity: 750 * US * factor,
             wakeup_granularity: 1_000 * US * factor,
+            hrtick: false,
         }
     }
 }

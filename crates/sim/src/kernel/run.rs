@@ -256,7 +256,8 @@ impl Kernel {
                 self.tasks[t].run_delay_ns += self.now.saturating_sub(q);
             }
             if fair {
-                self.tasks[t].slice_left = self.fair_pick_slice(t, cpu);
+                let slice = self.fair_pick_slice(t, cpu);
+                self.tasks[t].slice_left = self.slice_to_tick(cpu, slice);
                 self.pelt_task_state(t, true, true);
             }
             if self.tasks[t].first_cpu.is_none() {
@@ -286,6 +287,20 @@ impl Kernel {
         if self.nr_waiting > 0 {
             self.unpark(cpu);
         }
+    }
+
+    /// How long a fair slice of `slice` lasts on `cpu`: without the high-resolution tick the
+    /// kernel notices that it ran out at the next tick (`task_tick_fair` -> `update_curr` ->
+    /// `update_deadline`), so it ends on `cpu`'s tick grid.
+    fn slice_to_tick(&self, cpu: CpuId, slice: Ns) -> Ns {
+        if self.params.fair.is_some_and(|f| f.hrtick) {
+            return slice;
+        }
+        let tick = self.params.tick.max(1);
+        let phase = self.rqs[cpu].tick_phase;
+        let end = self.now.saturating_add(slice);
+        let ticks = end.saturating_sub(phase).div_ceil(tick);
+        (phase + ticks * tick).max(end) - self.now
     }
 
     /// A task that moves to a CPU outside the cache it last used refills its working set.

@@ -250,3 +250,26 @@ fn an_unknown_class_names_the_option_and_the_choices() {
     );
     assert_eq!(e.lines().count(), 1);
 }
+
+#[test]
+fn a_slice_ends_at_the_tick_after_it_runs_out_unless_the_high_resolution_tick_is_on() {
+    // One CPU: EEVDF's base slice is 0.75 ms. Two CPU-bound tasks of 1 s each take turns.
+    let topo = machine(ONE_CPU);
+    let cycles = topo.cpu_model.freq_mhz * 1e6;
+    let both = workload(vec![compute("a", cycles, 0), compute("b", cycles, 0)]);
+    let turn = |sched: &str| {
+        let r = run(&topo, &both, sched, 1);
+        2e9 / r.counters.context_switches as f64
+    };
+    for (sched, want_ms) in [
+        ("linux:hz=250", 4.0),
+        ("linux:hz=1000", 1.0),
+        ("linux:hz=250,hrtick=on", 0.75),
+    ] {
+        let ms = turn(sched) / 1e6;
+        assert!(
+            (ms / want_ms - 1.0).abs() < 0.05,
+            "{sched}: turns of {ms:.3} ms, expected {want_ms} ms"
+        );
+    }
+}

@@ -36,6 +36,9 @@ use numab::{Mode, NumaBalancing};
 use topo::{CpuId, NodeId, Topology};
 use topology::Level;
 
+/// `CONFIG_HZ` values the kernel offers (`kernel/Kconfig.hz`).
+const HZ_CHOICES: [&str; 4] = ["100", "250", "300", "1000"];
+
 pub struct Linux {
     levels: Vec<Level>,
     rule: NumaImbalance,
@@ -57,8 +60,11 @@ impl Linux {
         let class = FairClass::parse(class).unwrap_or(FairClass::Eevdf);
         let mut fair = FairParams::for_cpus(class, topo.nr_cpus());
         fair.base_slice = o.duration("base_slice", fair.base_slice)?.max(1);
+        fair.hrtick = o.flag("hrtick", false)?;
+        let hz = o.choice("hz", "1000", &HZ_CHOICES)?;
         let kernel = KernelParams {
             timeslice: fair.base_slice,
+            tick: 1_000_000_000 / hz.parse::<Ns>().unwrap_or(1000),
             cache_decay: o.duration("migration_cost", 500 * US)?,
             fair: Some(fair),
             ..KernelParams::default()
@@ -184,6 +190,14 @@ impl CpuScheduler for Linux {
             ("numa_imbalance".into(), self.rule.to_string()),
             ("class".into(), self.fair().class.name().into()),
             ("base_slice".into(), fmt_duration(self.fair().base_slice)),
+            (
+                "hz".into(),
+                (1_000_000_000 / self.kernel.tick.max(1)).to_string(),
+            ),
+            (
+                "hrtick".into(),
+                if self.fair().hrtick { "on" } else { "off" }.into(),
+            ),
             (
                 "migration_cost".into(),
                 fmt_duration(self.kernel.cache_decay),

@@ -7,11 +7,11 @@
 //! a buffer of four times the LLC is updated at random, two updates per line, and read
 //! through (the other task's turn: its lines and its pages push out the buffer's lines and
 //! TLB entries; a read-through alone may not, where the LLC keeps streamed lines at low
-//! priority); then `3 x lines` random updates of the
-//! buffer are timed, and the same updates again, warm. A random update touches one line, so
-//! after `k` updates the lines touched (each evicted one a miss) are `lines x (1 - exp(-k /
-//! lines))`. The time over the warm run, divided by that, is what one evicted line costs,
-//! TLB walks and all: the figure to compare with the model's.
+//! priority); then `3 x lines` random updates of the buffer are timed, and the same updates
+//! again, warm. A random update touches one line, so after `k` updates the lines touched
+//! (each evicted one a miss) are `lines x (1 - exp(-k / lines))`. The time over the warm run,
+//! divided by that, is what one evicted line costs, TLB walks and all: the figure to compare
+//! with the model's.
 
 use crate::BenchError;
 use crate::probe::{bind, chase_buffer_kib, gather, gather_indices, median, stream};

@@ -19,6 +19,7 @@ mod numa;
 pub mod pelt;
 mod rates;
 mod run;
+mod runlist;
 pub mod sched_api;
 mod solve_memo;
 pub mod task;
@@ -33,6 +34,7 @@ use cost::Contention;
 pub use numa::NumaCounters;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+pub use runlist::{RqKey, RunIter, RunList};
 pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
 use std::rc::Rc;
@@ -168,95 +170,6 @@ impl Channel {
             taken.clear();
             self.writers = taken;
         }
-    }
-}
-
-/// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next
-/// round (the O(1) scheduler's expired array); lower priority values run first; FIFO within.
-pub type RqKey = (u64, i32, u64);
-
-/// The waiting tasks of one runqueue, ordered by [`RqKey`].
-///
-/// A sorted vector rather than a tree: a runqueue holds a few to a few dozen tasks (hundreds
-/// in a message storm), the next to run leaves from the front (the head moves, the buffer is
-/// compacted once half of it has left) and a newly queued one mostly joins at the back (a
-/// later sequence number), so a binary search on one slice and a short shift beat a tree's
-/// node allocations and a ring buffer's two slices. The order is the same total order on
-/// (key, task) either way.
-#[derive(Clone, Debug, Default)]
-pub struct RunList {
-    /// Sorted; the entries before `head` have left.
-    v: Vec<(RqKey, TaskId)>,
-    head: usize,
-    /// Counts the changes of membership (see [`RunList::changes`]).
-    changes: u64,
-}
-
-impl RunList {
-    fn live(&self) -> &[(RqKey, TaskId)] {
-        &self.v[self.head..]
-    }
-
-    pub fn push(&mut self, key: RqKey, t: TaskId) {
-        self.changes += 1;
-        let e = (key, t);
-        // Sequence numbers only grow, so a task mostly joins at the back.
-        if self.v.last().is_none_or(|b| *b < e) || self.head == self.v.len() {
-            self.v.push(e);
-        } else if let Err(i) = self.live().binary_search(&e) {
-            self.v.insert(self.head + i, e);
-        }
-    }
-
-    pub fn remove(&mut self, key: RqKey, t: TaskId) -> bool {
-        match self.live().binary_search(&(key, t)) {
-            Ok(i) => {
-                self.v.remove(self.head + i);
-                self.changes += 1;
-                self.compact();
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Take the task that runs next.
-    pub fn pop_first(&mut self) -> Option<TaskId> {
-        self.changes += 1;
-        let (_, t) = *self.v.get(self.head)?;
-        self.head += 1;
-        self.compact();
-        Some(t)
-    }
-
-    /// Drop the entries that left once they are half of the buffer.
-    fn compact(&mut self) {
-        if self.head == self.v.len() {
-            self.v.clear();
-            self.head = 0;
-        } else if self.head >= 16 && 2 * self.head >= self.v.len() {
-            self.v.drain(..self.head);
-            self.head = 0;
-        }
-    }
-
-    /// A number that changes whenever a task joins or leaves the list: while it stays the
-    /// same, so do the tasks waiting (balancers cache what they count over them).
-    pub fn changes(&self) -> u64 {
-        self.changes
-    }
-
-    pub fn len(&self) -> usize {
-        self.v.len() - self.head
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Waiting tasks, next to run first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + '_ {
-        self.live().iter().map(|(_, t)| *t)
     }
 }
 
@@ -429,7 +342,11 @@ impl Kernel {
         let rqs = (0..topo.nr_cpus())
             .map(|_| RunQueue {
                 curr: None,
-                queue: RunList::default(),
+                queue: if params.fair.is_some() {
+                    RunList::sorted()
+                } else {
+                    RunList::levels()
+                },
                 round: 0,
                 epoch: 0,
                 balance_epoch: 0,

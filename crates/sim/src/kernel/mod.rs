@@ -26,6 +26,7 @@ pub mod task;
 mod ticks;
 
 use crate::engine::{Event, EventQueue};
+use crate::fastdiv::Divisor;
 use crate::memory::NodeMemory;
 use crate::program::Workload;
 use crate::rng::SeedTree;
@@ -258,6 +259,10 @@ pub struct Kernel {
     frac_scratch: Vec<f64>,
     rng: ChaCha8Rng,
     seq: u64,
+    /// `params.tick` and `params.max_sleep_avg` (at least 1) as divisors: the balance ticks,
+    /// the 2.4 counters and the O(1) priority divide by them all the time.
+    tick_div: Divisor,
+    sleep_div: Divisor,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
 }
@@ -386,6 +391,8 @@ impl Kernel {
                 })
         });
         Kernel {
+            tick_div: Divisor::new(params.tick),
+            sleep_div: Divisor::new(params.max_sleep_avg),
             disks: crate::disk::Disks::for_workload(&workload),
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
@@ -443,7 +450,7 @@ impl Kernel {
     /// O(1)-style dynamic priority (lower is better): 120 -/+ 5 by sleep credit.
     pub fn prio(&self, t: TaskId) -> i32 {
         let task = &self.tasks[t];
-        let bonus = (10 * task.sleep_avg / self.params.max_sleep_avg.max(1)) as i32 - 5;
+        let bonus = (self.sleep_div().divide(10 * task.sleep_avg)) as i32 - 5;
         120 - bonus
     }
 
@@ -488,8 +495,20 @@ impl Kernel {
 
     /// Number of `cpu`'s timer tick now (its ticks fall at `tick_phase + n * tick`).
     pub fn tick_no(&self, cpu: CpuId) -> u64 {
-        let tick = self.params.tick.max(1);
-        (self.now.saturating_sub(self.rqs[cpu].tick_phase) + tick / 2) / tick
+        let tick = self.tick_div();
+        tick.divide(self.now.saturating_sub(self.rqs[cpu].tick_phase) + tick.get() / 2)
+    }
+
+    /// `params.tick` (at least 1) as a divisor.
+    pub(crate) fn tick_div(&self) -> Divisor {
+        debug_assert_eq!(self.tick_div.get(), self.params.tick.max(1));
+        self.tick_div
+    }
+
+    /// `params.max_sleep_avg` (at least 1) as a divisor.
+    fn sleep_div(&self) -> Divisor {
+        debug_assert_eq!(self.sleep_div.get(), self.params.max_sleep_avg.max(1));
+        self.sleep_div
     }
 
     /// Every task has exited and nothing more will be started.

@@ -220,18 +220,50 @@ impl RunList {
 
     /// Waiting tasks, next to run first.
     pub fn iter(&self) -> RunIter<'_> {
-        match &self.repr {
-            Repr::Sorted { v, head } => RunIter(IterRepr::Sorted(v[*head..].iter())),
-            Repr::Levels { levels, .. } => RunIter(IterRepr::Levels {
+        let repr = match &self.repr {
+            Repr::Sorted { v, head } => IterRepr::Sorted(v[*head..].iter()),
+            Repr::Levels { levels, .. } => IterRepr::Levels {
                 levels: levels.iter().rev(),
                 cur: None,
-            }),
+            },
+        };
+        RunIter {
+            repr,
+            left: self.len,
         }
+    }
+
+    /// With the levels layout, the waiting tasks in the O(1) balancer's order (later round
+    /// first, then lower priority, newest first: ascending (round reversed, priority,
+    /// sequence reversed), sequence numbers being unique), read off the levels; None with
+    /// the sorted layout.
+    pub fn pull_order(&self) -> Option<Vec<TaskId>> {
+        let Repr::Levels { levels, .. } = &self.repr else {
+            return None;
+        };
+        let mut out = Vec::with_capacity(self.len);
+        // The levels are in decreasing (round, priority): each round's run of levels, from
+        // the first, read backwards.
+        let mut end = 0;
+        while end < levels.len() {
+            let start = end;
+            while end < levels.len() && levels[end].round == levels[start].round {
+                end += 1;
+            }
+            for l in levels[start..end].iter().rev() {
+                out.extend(l.q.iter().rev().map(|e| e.1));
+            }
+        }
+        Some(out)
     }
 }
 
 /// [`RunList::iter`]: waiting tasks, next to run first.
-pub struct RunIter<'a>(IterRepr<'a>);
+pub struct RunIter<'a> {
+    repr: IterRepr<'a>,
+    /// Tasks not yet returned.
+    left: usize,
+}
 
 enum IterRepr<'a> {
     Sorted(std::slice::Iter<'a, (RqKey, TaskId)>),
@@ -246,24 +278,36 @@ impl Iterator for RunIter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<TaskId> {
-        match &mut self.0 {
+        let t = match &mut self.repr {
             IterRepr::Sorted(it) => it.next().map(|e| e.1),
             IterRepr::Levels { levels, cur } => loop {
                 if let Some(e) = cur.as_mut().and_then(|c| c.next()) {
-                    return Some(e.1);
+                    break Some(e.1);
                 }
-                *cur = Some(levels.next()?.q.iter());
+                match levels.next() {
+                    Some(l) => *cur = Some(l.q.iter()),
+                    None => break None,
+                }
             },
-        }
+        }?;
+        self.left -= 1;
+        Some(t)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
     }
 }
+
+impl ExactSizeIterator for RunIter<'_> {}
 
 #[cfg(test)]
 mod tests {
     use super::{RqKey, RunList};
 
     /// Both layouts keep the same order through pushes, removals from the middle and pops,
-    /// with rounds and priorities that repeat (and a few keys out of sequence).
+    /// with rounds and priorities that repeat (and a few keys out of sequence); the levels
+    /// give the balancer's order.
     #[test]
     fn levels_keep_the_sorted_order() {
         let (mut a, mut b) = (RunList::sorted(), RunList::levels());
@@ -280,7 +324,12 @@ mod tests {
             let r = next() % 10;
             if r < 5 {
                 seq += 1;
-                let s = if next() % 50 == 0 { seq / 2 } else { seq };
+                // Unique, as the kernel's: mostly growing, sometimes behind.
+                let s = if next() % 50 == 0 {
+                    4 * (seq / 2) + 1 + seq % 2
+                } else {
+                    4 * seq
+                };
                 let key = (round + next() % 2, 110 + (next() % 12) as i32, s);
                 let t = step;
                 a.push(key, t);
@@ -303,6 +352,14 @@ mod tests {
             assert_eq!(a.len(), b.len());
             assert_eq!(a.changes(), b.changes());
             assert!(a.iter().eq(b.iter()));
+            assert_eq!(b.iter().len(), b.len());
+            assert_eq!(a.pull_order(), None);
+            let mut pull: Vec<(RqKey, usize)> = queued.clone();
+            pull.sort_by_key(|&((round, prio, seq), t)| {
+                (std::cmp::Reverse(round), prio, std::cmp::Reverse(seq), t)
+            });
+            let pull: Vec<usize> = pull.into_iter().map(|e| e.1).collect();
+            assert_eq!(b.pull_order(), Some(pull));
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod charts;
 pub mod disk;
 pub mod engine;
 pub mod experiments;
+pub mod fastdiv;
 pub mod kernel;
 pub mod loadavg;
 pub mod memory;

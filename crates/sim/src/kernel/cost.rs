@@ -21,10 +21,26 @@ use crate::program::{OpCost, Pattern};
 use topo::{NodeId, Topology};
 
 /// Latency multipliers per memory node: for accesses from its own CPUs and from other nodes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Contention {
     pub local: Vec<f64>,
     pub remote: Vec<f64>,
+}
+
+/// By hand for `clone_from`, which the refresh calls before every solve: the derived one
+/// clones into new vectors and frees the old ones; this one copies into the buffers.
+impl Clone for Contention {
+    fn clone(&self) -> Self {
+        Contention {
+            local: self.local.clone(),
+            remote: self.remote.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.local.clone_from(&source.local);
+        self.remote.clone_from(&source.remote);
+    }
 }
 
 impl Contention {

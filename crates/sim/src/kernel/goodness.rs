@@ -19,6 +19,7 @@
 
 use super::task::{Pid, TaskState};
 use super::{Kernel, TaskId};
+use crate::fastdiv::Divisor;
 use crate::time::Ns;
 use topo::CpuId;
 
@@ -38,8 +39,8 @@ pub const TICK_2_4: Ns = 1_000_000_000 / HZ_2_4;
 pub const NICE_TO_TICKS_0: Ns = (20 << 1) + 1;
 
 /// A slice's worth of ticks: `ns` rounded up to whole ticks (the counter counts ticks).
-fn ticks(ns: Ns, tick: Ns) -> Ns {
-    ns.div_ceil(tick.max(1))
+fn ticks(ns: Ns, tick: Divisor) -> Ns {
+    tick.divide_ceil(ns)
 }
 
 impl Kernel {
@@ -50,7 +51,7 @@ impl Kernel {
         if task.state == TaskState::Running {
             left = left.saturating_sub(self.now.saturating_sub(task.last_settle));
         }
-        ticks(left, self.params.tick)
+        ticks(left, self.tick_div())
     }
 
     /// 2.4 `goodness(p, cpu, this_mm)` of a nice-0 task; 0 once its counter ran out.
@@ -107,7 +108,7 @@ impl Kernel {
         if self.params.goodness.is_none() {
             return;
         }
-        let tick = self.params.tick.max(1);
+        let tick = self.tick_div();
         let base = ticks(self.params.timeslice, tick);
         let task = &self.tasks[t];
         // After about 64 halvings the counter is 2 * base - 1 or 2 * base whatever it was.
@@ -119,6 +120,6 @@ impl Kernel {
         for _ in 0..missed {
             counter = counter / 2 + base;
         }
-        self.tasks[t].slice_left = counter * tick;
+        self.tasks[t].slice_left = counter * tick.get();
     }
 }

@@ -19,12 +19,14 @@ mod numa;
 pub mod pelt;
 mod rates;
 mod run;
+mod runlist;
 pub mod sched_api;
 mod solve_memo;
 pub mod task;
 mod ticks;
 
 use crate::engine::{Event, EventQueue};
+use crate::fastdiv::Divisor;
 use crate::memory::NodeMemory;
 use crate::program::Workload;
 use crate::rng::SeedTree;
@@ -33,6 +35,7 @@ use cost::Contention;
 pub use numa::NumaCounters;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+pub use runlist::{RqKey, RunIter, RunList};
 pub use sched_api::{CpuScheduler, ExecPlacement, IdleType};
 use serde::Serialize;
 use std::rc::Rc;
@@ -171,95 +174,6 @@ impl Channel {
     }
 }
 
-/// Runqueue order: (round, priority, sequence). Tasks whose slice expired wait for the next
-/// round (the O(1) scheduler's expired array); lower priority values run first; FIFO within.
-pub type RqKey = (u64, i32, u64);
-
-/// The waiting tasks of one runqueue, ordered by [`RqKey`].
-///
-/// A sorted vector rather than a tree: a runqueue holds a few to a few dozen tasks (hundreds
-/// in a message storm), the next to run leaves from the front (the head moves, the buffer is
-/// compacted once half of it has left) and a newly queued one mostly joins at the back (a
-/// later sequence number), so a binary search on one slice and a short shift beat a tree's
-/// node allocations and a ring buffer's two slices. The order is the same total order on
-/// (key, task) either way.
-#[derive(Clone, Debug, Default)]
-pub struct RunList {
-    /// Sorted; the entries before `head` have left.
-    v: Vec<(RqKey, TaskId)>,
-    head: usize,
-    /// Counts the changes of membership (see [`RunList::changes`]).
-    changes: u64,
-}
-
-impl RunList {
-    fn live(&self) -> &[(RqKey, TaskId)] {
-        &self.v[self.head..]
-    }
-
-    pub fn push(&mut self, key: RqKey, t: TaskId) {
-        self.changes += 1;
-        let e = (key, t);
-        // Sequence numbers only grow, so a task mostly joins at the back.
-        if self.v.last().is_none_or(|b| *b < e) || self.head == self.v.len() {
-            self.v.push(e);
-        } else if let Err(i) = self.live().binary_search(&e) {
-            self.v.insert(self.head + i, e);
-        }
-    }
-
-    pub fn remove(&mut self, key: RqKey, t: TaskId) -> bool {
-        match self.live().binary_search(&(key, t)) {
-            Ok(i) => {
-                self.v.remove(self.head + i);
-                self.changes += 1;
-                self.compact();
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Take the task that runs next.
-    pub fn pop_first(&mut self) -> Option<TaskId> {
-        self.changes += 1;
-        let (_, t) = *self.v.get(self.head)?;
-        self.head += 1;
-        self.compact();
-        Some(t)
-    }
-
-    /// Drop the entries that left once they are half of the buffer.
-    fn compact(&mut self) {
-        if self.head == self.v.len() {
-            self.v.clear();
-            self.head = 0;
-        } else if self.head >= 16 && 2 * self.head >= self.v.len() {
-            self.v.drain(..self.head);
-            self.head = 0;
-        }
-    }
-
-    /// A number that changes whenever a task joins or leaves the list: while it stays the
-    /// same, so do the tasks waiting (balancers cache what they count over them).
-    pub fn changes(&self) -> u64 {
-        self.changes
-    }
-
-    pub fn len(&self) -> usize {
-        self.v.len() - self.head
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Waiting tasks, next to run first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + '_ {
-        self.live().iter().map(|(_, t)| *t)
-    }
-}
-
 /// One CPU's runqueue and bookkeeping.
 #[derive(Clone, Debug)]
 pub struct RunQueue {
@@ -349,6 +263,10 @@ pub struct Kernel {
     frac_scratch: Vec<f64>,
     rng: ChaCha8Rng,
     seq: u64,
+    /// `params.tick` and `params.max_sleep_avg` (at least 1) as divisors: the balance ticks,
+    /// the 2.4 counters and the O(1) priority divide by them all the time.
+    tick_div: Divisor,
+    sleep_div: Divisor,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
 }
@@ -433,7 +351,11 @@ impl Kernel {
         let rqs = (0..topo.nr_cpus())
             .map(|_| RunQueue {
                 curr: None,
-                queue: RunList::default(),
+                queue: if params.fair.is_some() {
+                    RunList::sorted()
+                } else {
+                    RunList::levels()
+                },
                 round: 0,
                 epoch: 0,
                 balance_epoch: 0,
@@ -473,6 +395,8 @@ impl Kernel {
                 })
         });
         Kernel {
+            tick_div: Divisor::new(params.tick),
+            sleep_div: Divisor::new(params.max_sleep_avg),
             disks: crate::disk::Disks::for_workload(&workload),
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
@@ -531,7 +455,7 @@ impl Kernel {
     /// O(1)-style dynamic priority (lower is better): 120 -/+ 5 by sleep credit.
     pub fn prio(&self, t: TaskId) -> i32 {
         let task = &self.tasks[t];
-        let bonus = (10 * task.sleep_avg / self.params.max_sleep_avg.max(1)) as i32 - 5;
+        let bonus = (self.sleep_div().divide(10 * task.sleep_avg)) as i32 - 5;
         120 - bonus
     }
 
@@ -576,8 +500,20 @@ impl Kernel {
 
     /// Number of `cpu`'s timer tick now (its ticks fall at `tick_phase + n * tick`).
     pub fn tick_no(&self, cpu: CpuId) -> u64 {
-        let tick = self.params.tick.max(1);
-        (self.now.saturating_sub(self.rqs[cpu].tick_phase) + tick / 2) / tick
+        let tick = self.tick_div();
+        tick.divide(self.now.saturating_sub(self.rqs[cpu].tick_phase) + tick.get() / 2)
+    }
+
+    /// `params.tick` (at least 1) as a divisor.
+    pub(crate) fn tick_div(&self) -> Divisor {
+        debug_assert_eq!(self.tick_div.get(), self.params.tick.max(1));
+        self.tick_div
+    }
+
+    /// `params.max_sleep_avg` (at least 1) as a divisor.
+    fn sleep_div(&self) -> Divisor {
+        debug_assert_eq!(self.sleep_div.get(), self.params.max_sleep_avg.max(1));
+        self.sleep_div
     }
 
     /// Every task has exited and nothing more will be started.

@@ -13,16 +13,18 @@ impl Kernel {
     pub(crate) fn schedule_balance(&mut self, s: &dyn CpuScheduler, cpu: CpuId) {
         self.set_parked(cpu, false);
         let idle = self.rqs[cpu].curr.is_none();
-        let tick = self.params.tick;
-        let every = (s.balance_interval(self, cpu, idle) / tick).max(1);
+        let tick = self.tick_div();
+        let every = tick.divide(s.balance_interval(self, cpu, idle)).max(1);
         let phase = self.rqs[cpu].tick_phase;
         let mut m = if self.now < phase {
             0
         } else {
-            (self.now - phase) / tick + 1
+            tick.divide(self.now - phase) + 1
         };
-        m = m.div_ceil(every) * every;
-        let at = phase + m * tick;
+        if every > 1 {
+            m = m.div_ceil(every) * every;
+        }
+        let at = phase + m * tick.get();
         let rq = &mut self.rqs[cpu];
         rq.balance_idle = idle;
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
@@ -53,15 +55,15 @@ impl Kernel {
         let rq = &mut self.rqs[cpu];
         rq.balance_idle = true;
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
-        let tick = self.params.tick;
+        let tick = self.tick_div;
         let phase = rq.tick_phase;
         let m = if self.now < phase {
             0
         } else {
-            (self.now - phase) / tick + 1
+            tick.divide(self.now - phase) + 1
         };
         self.events.push(
-            phase + m * tick,
+            phase + m * tick.get(),
             Event::Balance {
                 cpu: cpu as u32,
                 epoch: rq.balance_epoch,

@@ -116,7 +116,12 @@ pub enum Threshold {
 /// Waiting tasks of `cpu`'s queue in the order the O(1) balancer considers them: expired
 /// (later round) first, then by priority, newest first within one priority.
 pub fn pull_order(k: &Kernel, cpu: CpuId) -> Vec<TaskId> {
-    let mut v: Vec<TaskId> = k.rqs[cpu].queue.iter().collect();
+    let q = &k.rqs[cpu].queue;
+    // The non-fair runqueues keep their levels in this order already.
+    if let Some(v) = q.pull_order() {
+        return v;
+    }
+    let mut v: Vec<TaskId> = q.iter().collect();
     v.sort_by_key(|&t| {
         let (round, prio, seq) = k.tasks[t].rq_key;
         (std::cmp::Reverse(round), prio, std::cmp::Reverse(seq))

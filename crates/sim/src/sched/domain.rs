@@ -112,7 +112,8 @@ impl Domains {
             } else {
                 l.busy_interval
             };
-            if new_idle || tick_no % (interval / tick.max(1)).max(1) == 0 {
+            // An interval of at most one tick is due every tick (the idle passes): no divisions.
+            if new_idle || interval <= tick.max(1) || tick_no % (interval / tick.max(1)) == 0 {
                 due.insert(i);
             }
         }

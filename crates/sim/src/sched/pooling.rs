@@ -27,6 +27,7 @@
 //!    whose homenode is another node, that task is pushed to the first CPU of its homenode
 //!    that holds no task of that homenode, if the homenode runs tasks of other nodes.
 
+use crate::fastdiv::Divisor;
 use crate::kernel::{Kernel, TaskId};
 use crate::time::Ns;
 use topo::{CpuId, CpuSet, NodeId};
@@ -82,6 +83,9 @@ pub struct PoolBalancer {
     /// The most loaded remote node this CPU is waiting on, and since when.
     wait: Vec<Option<(NodeId, Ns)>>,
     pools: Vec<CpuSet>,
+    /// The number of CPUs of each pool, and the same as a divisor (at least 1).
+    pool_len: Vec<usize>,
+    pool_cpus: Vec<Divisor>,
     /// The pool of each CPU.
     pool_of: Vec<usize>,
     pub delay_idle: Ns,
@@ -113,6 +117,11 @@ impl PoolBalancer {
         }
         PoolBalancer {
             prev_nr: vec![vec![0; n]; n],
+            pool_len: pools.iter().map(CpuSet::count).collect(),
+            pool_cpus: pools
+                .iter()
+                .map(|p| Divisor::new(p.count() as u64))
+                .collect(),
             wait: vec![None; n],
             pools,
             pool_of,
@@ -182,20 +191,19 @@ impl PoolBalancer {
     ) -> PoolLoad {
         let this_node = k.node_of(this);
         let prev = &mut self.prev_nr[this];
-        let (mut total, mut busiest, mut cpus) = (0usize, None::<(CpuId, usize)>, 0usize);
+        let (mut total, mut busiest) = (0usize, None::<(CpuId, usize)>);
         for c in self.pools[pool].iter() {
             let mut load = smoothed_load(prev, k, c, idle);
             if let Some(h) = homes {
                 load += h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
             }
             total += load;
-            cpus += 1;
             if busiest.is_none_or(|(_, m)| load > m) {
                 busiest = Some((c, load));
             }
         }
         PoolLoad {
-            load: total * BALANCE_FACTOR / cpus.max(1),
+            load: self.pool_cpus[pool].divide((total * BALANCE_FACTOR) as u64) as usize,
             busiest,
         }
     }
@@ -212,14 +220,19 @@ impl PoolBalancer {
         let n = self.pools.len();
         let this_pool = self.pool_of[this];
         let (mut max_load, mut max_pool, mut best) = (this_load, this_pool, None);
-        let mut weighted = this_load * self.pools[this_pool].count();
+        let mut weighted = this_load * self.pool_len[this_pool];
         for i in 1..n {
-            let pool = (this_pool + i) % n;
-            if self.pools[pool].is_empty() {
+            // (this_pool + i) % n, both below n.
+            let pool = if this_pool + i >= n {
+                this_pool + i - n
+            } else {
+                this_pool + i
+            };
+            if self.pool_len[pool] == 0 {
                 continue;
             }
             let p = self.pool_load(k, this, pool, idle, homes);
-            weighted += p.load * self.pools[pool].count();
+            weighted += p.load * self.pool_len[pool];
             if p.load > max_load {
                 (max_load, max_pool, best) = (p.load, pool, p.busiest);
             }

@@ -20,6 +20,7 @@ pub mod overhead;
 pub mod probe;
 pub mod refill;
 pub mod report;
+pub mod turns;
 pub mod worker;
 
 pub use crate::report::Report;

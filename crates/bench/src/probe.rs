@@ -98,6 +98,9 @@ pub struct ProbeResult {
     /// What one evicted line of a random-access buffer costs to fetch again (`None`: no
     /// knee). [`crate::refill`].
     pub refill: Option<crate::refill::Refill>,
+    /// How long two CPU-bound threads on one CPU run in turn, and the `hz` it implies.
+    /// [`crate::turns`].
+    pub turns: Option<crate::turns::Turns>,
 }
 
 /// One node's CPUs running the stream and random-update loops at once, one thread per CPU,
@@ -563,6 +566,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         core_mhz,
         llc_share: None,
         refill: None,
+        turns: None,
     };
     result.llc_share = llc_share(&host, &allowed, &result, cfg)?;
     if let (Some(knee), Some(llc), Some(cpu)) = (
@@ -571,6 +575,9 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         allowed.iter().next(),
     ) {
         result.refill = crate::refill::measure(cpu, knee, llc, cfg.rounds, cfg.seed)?;
+    }
+    if let Some(cpu) = allowed.iter().next() {
+        result.turns = crate::turns::measure(cpu, host.topology.nr_cpus(), TURNS_CPU_S)?;
     }
     bind(&all)?;
     Ok(result)
@@ -605,6 +612,9 @@ fn llc_share(
         (cfg.loads, cfg.rounds, cfg.seed),
     )
 }
+
+/// CPU time each of the two threads of the turns test uses, s: about 60 turns of 4 ms.
+const TURNS_CPU_S: f64 = 0.25;
 
 /// Dependent adds per timed run of the clock: about a tenth of a second at 4 GHz.
 const CLOCK_ADDS: u64 = 400_000_000;
@@ -666,6 +676,7 @@ impl ProbeResult {
         }
         self.llc_share_text(&mut s);
         self.refill_text(&mut s);
+        self.turns_text(&mut s);
         self.co_run_text(&mut s);
         if let Some(mhz) = self.core_mhz {
             let _ = writeln!(
@@ -706,6 +717,22 @@ impl ProbeResult {
             );
         }
         s
+    }
+
+    /// The turns' line ([`crate::turns`]).
+    fn turns_text(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        if let Some(t) = &self.turns {
+            let hz = match t.hz {
+                Some(hz) => format!("slices end at ticks of HZ={hz} (--sched linux:hz={hz})"),
+                None => "no tick of 100, 250, 300 or 1000 Hz explains them".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "two CPU-bound threads on CPU {} take turns of {:.2} ms: {hz}",
+                t.cpu, t.turn_ms
+            );
+        }
     }
 
     /// The refill's line ([`crate::refill`]), against the cost model's figure.
@@ -945,6 +972,7 @@ mod tests {
             core_mhz: Some(4249.6),
             llc_share: None,
             refill: None,
+            turns: None,
         };
         // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
         assert!((r.stream_mlp().unwrap() - 51.2).abs() < 1e-9);
@@ -1112,6 +1140,7 @@ mod tests {
             core_mhz: None,
             llc_share: None,
             refill: None,
+            turns: None,
         };
         assert_eq!(r.node_bandwidth_gbps(), Some(15.04));
         assert_eq!(r.co_run_relative_rate(), Some(0.8));

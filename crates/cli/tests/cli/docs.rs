@@ -103,3 +103,20 @@ fn machine_keys_are_documented() {
     }
     assert!(missing.is_empty(), "not in docs/MACHINES.md: {missing:?}");
 }
+
+/// Every option of every CPU scheduler is named in docs/POLICIES.md.
+#[test]
+fn scheduler_options_are_documented() {
+    let doc = std::fs::read_to_string(repo().join("docs/POLICIES.md")).expect("POLICIES.md");
+    let topo = topo::presets::preset("azusa16").expect("preset");
+    let mut missing = Vec::new();
+    for name in sim::sched::registry::names() {
+        let entry = sim::sched::registry::find(name).expect("registered");
+        for key in entry.option_names(&topo) {
+            if !doc.contains(&format!("`{key}`")) {
+                missing.push(format!("{name}:{key}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not in docs/POLICIES.md: {missing:?}");
+}

@@ -1,5 +1,6 @@
 //! The repository's own documentation holds together: no file refers to a design document
-//! outside the repository, and every relative link between the docs pages resolves.
+//! outside the repository, every relative link between the docs pages resolves, and every
+//! machine key and scheduler option is documented.
 
 use std::path::{Path, PathBuf};
 

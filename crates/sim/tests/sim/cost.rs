@@ -30,7 +30,11 @@ cpu = {cpu}
 /// tests check the cost model's physics to 0.1%, on jobs of a few tens of ms, where a 1 ms
 /// refresh period's lag alone is worth a few tenths of a percent.
 fn run_jobs(m: &str, text: &str) -> RunResult {
-    let topo = machine(m);
+    run_jobs_on(machine(m), text)
+}
+
+/// [`run_jobs`] on a machine given as a topology.
+fn run_jobs_on(topo: std::sync::Arc<topo::Topology>, text: &str) -> RunResult {
     let w = parse_workload(text, "jobs.toml").expect("valid workload");
     let r = sim::Sim::new(
         topo.clone(),
@@ -240,17 +244,7 @@ fn a_measured_refill_replaces_the_miss_instead_of_a_hit() {
     let run_with = |refill: Option<f64>| {
         let mut topo = (*machine(small)).clone();
         topo.cpu_model.refill_ns = refill;
-        let topo = std::sync::Arc::new(topo);
-        let w = parse_workload(&turn_takers(false), "jobs.toml").expect("valid workload");
-        let r = sim::Sim::new(
-            topo.clone(),
-            std::sync::Arc::new(w),
-            scheduler("o1", &topo),
-            1,
-        )
-        .with_contention_period(0)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
+        let r = run_jobs_on(std::sync::Arc::new(topo), &turn_takers(false));
         let user: f64 = r.tasks.iter().map(|t| t.user_ns).sum();
         (user, r.counters.context_switches as f64)
     };

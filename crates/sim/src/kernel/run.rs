@@ -363,10 +363,9 @@ impl Kernel {
         let mlp = cpu_model.mlp.max(1e-3);
         let latency = self.memory_latency_ns(t, cpu);
         // A measured refill is from local memory; remote memory adds its extra latency.
+        let node = self.node_of(cpu);
         let per_line_ns = match cpu_model.refill_ns {
-            Some(r) => {
-                r + (latency - self.topo.latency_ns(self.node_of(cpu), self.node_of(cpu))) / mlp
-            }
+            Some(r) => r + (latency - self.topo.latency_ns(node, node)) / mlp,
             None => (latency - cpu_model.llc_latency_ns.unwrap_or(0.0)) / mlp,
         };
         let line = cpu_model.line_bytes as f64;
@@ -423,8 +422,8 @@ impl Kernel {
             // footprint in one run, or the bytes a first touch wrote.
             let touched = match task.work {
                 PhaseWork::MemOps => task.op_cache.as_ref().map_or(0.0, |c| {
-                    let bytes = d * task.rate * c.op.touched_lines;
-                    (bytes * self.topo.cpu_model.line_bytes as f64)
+                    let lines = d * task.rate * c.op.touched_lines;
+                    (lines * self.topo.cpu_model.line_bytes as f64)
                         .min(c.op.footprint - task.run_touched)
                 }),
                 PhaseWork::Touch { .. } => d * task.rate,

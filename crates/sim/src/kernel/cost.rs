@@ -394,11 +394,15 @@ fn footprint(
     regions: &[Region],
     which: impl Fn(&crate::program::Access) -> bool,
 ) -> f64 {
-    let mut seen: Vec<usize> = Vec::new();
+    // An operation has a handful of accesses: a region counts at its first selected one
+    // (no allocation, on the path of every rebuilt decomposition).
     let mut total = 0.0;
-    for a in op.accesses.iter().filter(|a| which(a)) {
-        if !seen.contains(&a.region) {
-            seen.push(a.region);
+    for (i, a) in op.accesses.iter().enumerate() {
+        let first = which(a)
+            && !op.accesses[..i]
+                .iter()
+                .any(|b| b.region == a.region && which(b));
+        if first {
             total += regions[a.region].bytes as f64;
         }
     }

@@ -175,7 +175,68 @@ pub fn compare(sim: &Report, sim_name: &str, bench: &Report, bench_name: &str) -
             s.push('\n');
         }
     }
+    for b in schedulers(&bench_cells) {
+        growth_section(&mut s, &b, &bench_cells, &sim_cells, &sim_cols);
+    }
     s
+}
+
+/// How each column's AverageUserTime grows from the smallest task count to each larger one,
+/// the benchmark's and each simulated scheduler's, with the prediction error of that ratio: a
+/// host that runs uniformly faster or slower than its probe said (other tenants, a clock
+/// that moved) cancels out of it, what the tasks do to each other does not.
+fn growth_section(
+    s: &mut String,
+    b: &str,
+    bench_cells: &[CellSummary],
+    sim_cells: &[CellSummary],
+    sim_cols: &[String],
+) {
+    let user = |cells: &[CellSummary], sched: &str, n: u32| {
+        cells
+            .iter()
+            .find(|c| c.tasks == n && c.scheduler == sched)
+            .map(|c| c.avg_user_s.mean)
+    };
+    let ns: Vec<u32> = task_counts(bench_cells)
+        .into_iter()
+        .filter(|&n| user(bench_cells, b, n).is_some())
+        .collect();
+    let Some((&n0, rest)) = ns.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "== How AverageUserTime grows with N against {b}: U(N) / U(N={n0}), and sim / bench - 1 \
+         of that ratio"
+    );
+    for &n in rest {
+        let bench_ratio = growth_ratio(user(bench_cells, b, n), user(bench_cells, b, n0));
+        let _ = write!(s, "N={n:<3} {b} {}", fmt_ratio(bench_ratio));
+        for sc in sim_cols {
+            let r = growth_ratio(user(sim_cells, sc, n), user(sim_cells, sc, n0));
+            let e = r
+                .zip(bench_ratio)
+                .and_then(|(r, br)| prediction_error_pct(r, br))
+                .map_or(String::new(), |e| format!(" ({e:+.1}%)"));
+            let _ = write!(s, "   {sc} {}{e}", fmt_ratio(r));
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
+/// `u / u0`, when both are known and `u0` is not zero.
+pub fn growth_ratio(u: Option<f64>, u0: Option<f64>) -> Option<f64> {
+    let (u, u0) = (u?, u0?);
+    (u0 > 0.0 && u.is_finite()).then(|| u / u0)
+}
+
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map_or("-".to_string(), |r| format!("{r:.2}x"))
 }
 
 fn schedulers(cells: &[CellSummary]) -> Vec<String> {

@@ -113,3 +113,41 @@ fn compare_labels_clashing_columns_and_notes_what_is_not_comparable() {
     let same = compare(&sim, "s.json", &sim, "s.json");
     assert!(!same.contains("note:"), "{same}");
 }
+
+#[test]
+fn compare_shows_how_user_time_grows_with_n_whatever_the_host_speed() {
+    // The host is 1.5x slower than the model at every N, and its jobs slow each other
+    // down by 2x at N = 4 where the model's slow down by 1.5x.
+    let sim = report(
+        "sim",
+        vec![
+            cell("linux", 1, 1.0, 3.0, 0.0),
+            cell("linux", 4, 1.5, 4.0, 0.0),
+        ],
+    );
+    let bench = report(
+        "host",
+        vec![
+            cell("host", 1, 1.5, 3.0, 0.0),
+            cell("host", 4, 3.0, 6.0, 0.0),
+        ],
+    );
+    let out = compare(&sim, "s.json", &bench, "b.json");
+    let block = out
+        .split("== How AverageUserTime grows with N against host: U(N) / U(N=1)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no growth block in:\n{out}"));
+    let n4 = block
+        .lines()
+        .find(|l| l.starts_with("N=4"))
+        .expect("N=4 row");
+    assert!(
+        n4.contains("host 2.00x") && n4.contains("linux 1.50x (-25.0%)"),
+        "{n4}"
+    );
+    // One task count only: nothing to grow from.
+    let one = report("host", vec![cell("host", 1, 1.5, 3.0, 0.0)]);
+    assert!(!compare(&sim, "s.json", &one, "b.json").contains("grows with N"));
+    assert_eq!(bench::report::growth_ratio(Some(2.0), Some(0.0)), None);
+    assert_eq!(bench::report::growth_ratio(None, Some(1.0)), None);
+}

@@ -68,11 +68,24 @@ struct HomedCount {
 }
 
 /// A pool's load as one pass sees it.
+#[derive(Clone, Copy, Debug)]
 struct PoolLoad {
     /// 100 x tasks per CPU.
     load: usize,
     /// Its most loaded CPU (first in CPU order on ties) and that CPU's load.
     busiest: Option<(CpuId, usize)>,
+}
+
+/// What one CPU last counted over one pool: the pool's load as it would count it again while
+/// nothing changed, and what it was counted for.
+#[derive(Clone, Copy, Debug)]
+struct PoolSeen {
+    /// The sum of the pool's nodes' [`Kernel::node_rq_changes`], and the version of what the
+    /// homes depend on (the memory's for [`Homes::by_memory`], else the homes' own; 0
+    /// without homes).
+    stamp: (u64, u64),
+    /// Every CPU's current length in place of its smoothed one.
+    steady: PoolLoad,
 }
 
 /// The pooling balancer's state for every CPU.
@@ -97,11 +110,20 @@ pub struct PoolBalancer {
     max_pull: usize,
     /// Per CPU, its tasks per home ([`Homes::by_memory`] only).
     homed: Vec<HomedCount>,
+    /// The nodes with CPUs in each pool (their runqueue change counts cover the pool's).
+    pool_nodes: Vec<Vec<NodeId>>,
+    /// `seen[this * pools + pool]`: what `this` counted over `pool` on its last pass over it.
+    seen: Vec<Option<PoolSeen>>,
 }
 
 impl PoolBalancer {
     /// `cache_decay` is the kernel's hot time, `(cache_decay_ticks + 1)` ticks of `tick`.
-    pub fn new(pools: Vec<CpuSet>, delays: (Ns, Ns), p: &super::o1::O1Params) -> Self {
+    pub fn new(
+        topo: &topo::Topology,
+        pools: Vec<CpuSet>,
+        delays: (Ns, Ns),
+        p: &super::o1::O1Params,
+    ) -> Self {
         let (delay_idle, delay_busy) = delays;
         let tick = p.kernel.tick;
         let n = pools
@@ -115,7 +137,17 @@ impl PoolBalancer {
                 pool_of[c] = i;
             }
         }
+        let pool_nodes = pools
+            .iter()
+            .map(|p| {
+                (0..topo.nr_nodes())
+                    .filter(|&node| topo.node_cpus(node).intersects(p))
+                    .collect()
+            })
+            .collect();
         PoolBalancer {
+            seen: vec![None; n * pools.len()],
+            pool_nodes,
             prev_nr: vec![vec![0; n]; n],
             pool_len: pools.iter().map(CpuSet::count).collect(),
             pool_cpus: pools
@@ -181,6 +213,12 @@ impl PoolBalancer {
 
     /// `calc_pool_load`: pool `pool` as `this` sees it; with `homes` (pools are nodes then),
     /// tasks homed on `this`'s node add the bonus.
+    ///
+    /// A pass over the pool leaves `this`'s previous length of each of its CPUs at the
+    /// current one. So while no runqueue of the pool changed and the homes did not either
+    /// since `this`'s last pass over it, every CPU's smoothed length is its current one (the
+    /// smaller of two equal lengths, busy or idle), remembering it changes nothing, and the
+    /// pool's load is what that pass counted with the current lengths: it is taken from there.
     fn pool_load(
         &mut self,
         k: &Kernel,
@@ -189,21 +227,56 @@ impl PoolBalancer {
         idle: bool,
         homes: Option<&Homes>,
     ) -> PoolLoad {
+        let rq_changes = self.pool_nodes[pool]
+            .iter()
+            .map(|&node| k.node_rq_changes(node))
+            .sum::<u64>();
+        let homes_version = homes.map_or(0, |h| {
+            if h.by_memory {
+                k.mem.version()
+            } else {
+                k.home_changes()
+            }
+        });
+        let stamp = (rq_changes, homes_version);
+        let slot = this * self.pools.len() + pool;
+        if let Some(seen) = self.seen[slot] {
+            if seen.stamp == stamp {
+                return seen.steady;
+            }
+        }
         let this_node = k.node_of(this);
         let prev = &mut self.prev_nr[this];
         let (mut total, mut busiest) = (0usize, None::<(CpuId, usize)>);
+        let (mut steady_total, mut steady_busiest) = (0usize, None::<(CpuId, usize)>);
         for c in self.pools[pool].iter() {
-            let mut load = smoothed_load(prev, k, c, idle);
+            let now = k.nr_running(c);
+            let mut load = smoothed_load(prev, now, c, idle);
+            let mut steady = now;
             if let Some(h) = homes {
-                load += h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
+                let bonus = h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
+                load += bonus;
+                steady += bonus;
             }
             total += load;
             if busiest.is_none_or(|(_, m)| load > m) {
                 busiest = Some((c, load));
             }
+            steady_total += steady;
+            if steady_busiest.is_none_or(|(_, m)| steady > m) {
+                steady_busiest = Some((c, steady));
+            }
         }
+        let div = &self.pool_cpus[pool];
+        self.seen[slot] = Some(PoolSeen {
+            stamp,
+            steady: PoolLoad {
+                load: div.divide((steady_total * BALANCE_FACTOR) as u64) as usize,
+                busiest: steady_busiest,
+            },
+        });
         PoolLoad {
-            load: self.pool_cpus[pool].divide((total * BALANCE_FACTOR) as u64) as usize,
+            load: div.divide((total * BALANCE_FACTOR) as u64) as usize,
             busiest,
         }
     }
@@ -280,10 +353,10 @@ impl PoolBalancer {
     }
 }
 
-/// The load of `c` as a CPU whose previous lengths are `prev` sees it: the smaller of now and
-/// the previous pass (the current length when idle), remembering the length for next time.
-fn smoothed_load(prev: &mut [u32], k: &Kernel, c: CpuId, idle: bool) -> usize {
-    let now = k.nr_running(c);
+/// The load of `c`, whose length is `now`, as a CPU whose previous lengths are `prev` sees it:
+/// the smaller of now and the previous pass (the current length when idle), remembering the
+/// length for next time.
+fn smoothed_load(prev: &mut [u32], now: usize, c: CpuId, idle: bool) -> usize {
     let before = prev[c] as usize;
     prev[c] = now as u32;
     if idle || now < before { now } else { before }

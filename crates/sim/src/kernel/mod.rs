@@ -273,6 +273,8 @@ pub struct Kernel {
     node_rq_changes: Vec<u64>,
     /// Bumped whenever a task's `home_node` is set ([`Kernel::set_home_node`]).
     home_changes: u64,
+    /// Bumped whenever a task's affinity is set ([`Kernel::set_affinity`]).
+    pub(crate) affinity_changes: u64,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
 }
@@ -405,6 +407,7 @@ impl Kernel {
             sleep_div: Divisor::new(params.max_sleep_avg),
             node_rq_changes: vec![0; topo.nr_nodes()],
             home_changes: 0,
+            affinity_changes: 0,
             disks: crate::disk::Disks::for_workload(&workload),
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
@@ -461,6 +464,11 @@ impl Kernel {
     /// A number that changes whenever a task's `home_node` is set.
     pub fn home_changes(&self) -> u64 {
         self.home_changes
+    }
+
+    /// A number that changes whenever a task's affinity is set.
+    pub fn affinity_changes(&self) -> u64 {
+        self.affinity_changes
     }
 
     /// Set a task's homenode (always through here, so that [`Kernel::home_changes`] moves).

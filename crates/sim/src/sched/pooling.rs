@@ -28,7 +28,7 @@
 //!    that holds no task of that homenode, if the homenode runs tasks of other nodes.
 
 use crate::fastdiv::Divisor;
-use crate::kernel::{Kernel, TaskId};
+use crate::kernel::{Kernel, Refusal, TaskId};
 use crate::time::Ns;
 use topo::{CpuId, CpuSet, NodeId};
 
@@ -88,6 +88,23 @@ struct PoolSeen {
     steady: PoolLoad,
 }
 
+/// A steal that found nothing to take, and how long it would find the same: while the source's
+/// waiting list, the homes and the affinities stay as they were and until the first task it
+/// refused as cache hot cools down, a steal from there refuses the same tasks and finds no
+/// other one worth taking (each was taken off its homenode, which the node-affine weight
+/// never does).
+#[derive(Clone, Copy, Debug)]
+struct FailedSteal {
+    src: CpuId,
+    /// The source's [`crate::kernel::RunList::changes`], the homes' version (as
+    /// [`PoolSeen::stamp`]) and [`Kernel::affinity_changes`].
+    stamp: (u64, u64, u64),
+    /// It holds while the clock is before this.
+    until: Ns,
+    /// The refusals it counted, by [`Refusal`].
+    refused: [u64; 3],
+}
+
 /// The pooling balancer's state for every CPU.
 #[derive(Clone, Debug)]
 pub struct PoolBalancer {
@@ -114,6 +131,8 @@ pub struct PoolBalancer {
     pool_nodes: Vec<Vec<NodeId>>,
     /// `seen[this * pools + pool]`: what `this` counted over `pool` on its last pass over it.
     seen: Vec<Option<PoolSeen>>,
+    /// Per CPU, its last steal if it found nothing and would find the same for a while.
+    failed: Vec<Option<FailedSteal>>,
 }
 
 impl PoolBalancer {
@@ -147,6 +166,7 @@ impl PoolBalancer {
             .collect();
         PoolBalancer {
             seen: vec![None; n * pools.len()],
+            failed: vec![None; n],
             pool_nodes,
             prev_nr: vec![vec![0; n]; n],
             pool_len: pools.iter().map(CpuSet::count).collect(),
@@ -231,14 +251,7 @@ impl PoolBalancer {
             .iter()
             .map(|&node| k.node_rq_changes(node))
             .sum::<u64>();
-        let homes_version = homes.map_or(0, |h| {
-            if h.by_memory {
-                k.mem.version()
-            } else {
-                k.home_changes()
-            }
-        });
-        let stamp = (rq_changes, homes_version);
+        let stamp = (rq_changes, homes_version(k, homes));
         let slot = this * self.pools.len() + pool;
         if let Some(seen) = self.seen[slot] {
             if seen.stamp == stamp {
@@ -330,12 +343,49 @@ impl PoolBalancer {
     }
 
     /// `task_to_steal` and `pull_task`: move the coolest movable waiting task of `src`.
-    fn steal_one(&self, k: &mut Kernel, this: CpuId, src: CpuId, homes: Option<&Homes>) -> bool {
+    ///
+    /// A steal that takes nothing is remembered ([`FailedSteal`]) when every task it
+    /// weighed is homed on the source's node (not this one), whose weight stays below 1
+    /// however cool it gets; the same steal again counts the same refusals without walking
+    /// the queue.
+    fn steal_one(
+        &mut self,
+        k: &mut Kernel,
+        this: CpuId,
+        src: CpuId,
+        homes: Option<&Homes>,
+    ) -> bool {
+        let stamp = (
+            k.rqs[src].queue.changes(),
+            homes_version(k, homes),
+            k.affinity_changes(),
+        );
+        if let Some(f) = self.failed[this] {
+            if f.src == src && f.stamp == stamp && k.now < f.until {
+                for r in Refusal::ALL {
+                    k.counters.refused[r as usize] += f.refused[r as usize];
+                }
+                return false;
+            }
+        }
         let (this_node, src_node) = (k.node_of(this), k.node_of(src));
         let mut best: Option<(i64, TaskId)> = None;
+        // How long the same steal takes nothing again (Ns::MAX: as long as nothing changes;
+        // now: no promise), and what it refused.
+        let mut until = Ns::MAX;
+        let mut refused = [0u64; 3];
         for t in super::balance::pull_order(k, src) {
             if let Err(r) = k.can_migrate(t, this, false) {
                 k.counters.refuse(r);
+                refused[r as usize] += 1;
+                until = match r {
+                    // It cools down then (it cannot run while it waits).
+                    Refusal::CacheHot => {
+                        until.min(k.tasks[t].last_ran.saturating_add(k.params.cache_decay))
+                    }
+                    Refusal::Affinity => until,
+                    Refusal::Running => k.now,
+                };
                 continue;
             }
             let cool = k.now.saturating_sub(k.tasks[t].last_ran) / self.decay;
@@ -344,13 +394,35 @@ impl PoolBalancer {
             if w > best.map_or(0, |(m, _)| m) {
                 best = Some((w, t));
             }
+            if home != Some(Some(src_node)) || src_node == this_node {
+                // Its weight may grow above 0 as it cools.
+                until = k.now;
+            }
         }
         let Some((_, t)) = best else {
+            self.failed[this] = (k.now < until).then_some(FailedSteal {
+                src,
+                stamp,
+                until,
+                refused,
+            });
             return false;
         };
         k.migrate_queued(t, this);
         true
     }
+}
+
+/// The version of what the homes depend on: the memory's when they follow it, else the homes'
+/// own; 0 without homes.
+fn homes_version(k: &Kernel, homes: Option<&Homes>) -> u64 {
+    homes.map_or(0, |h| {
+        if h.by_memory {
+            k.mem.version()
+        } else {
+            k.home_changes()
+        }
+    })
 }
 
 /// The load of `c`, whose length is `now`, as a CPU whose previous lengths are `prev` sees it:

@@ -53,14 +53,17 @@ pub struct Homes<'a> {
     pub home: &'a dyn Fn(&Kernel, TaskId) -> Option<NodeId>,
     /// Load added to a remote runqueue per task on it homed on the balancing CPU's node.
     pub bonus: usize,
-    /// A task's home depends only on its process's memory (`node-affine-dynamic`): the
-    /// count of a runqueue's tasks per home stays valid while its tasks and the machine's
-    /// memory placement stay the same, so it is counted once, not once per balancing CPU.
+    /// A task's home depends only on its process's memory (`node-affine-dynamic`); otherwise
+    /// it is the task's `home_node` (`node-affine-static`), which changes only through
+    /// [`Kernel::set_home_node`]. Either way the count of a runqueue's tasks per home stays
+    /// valid while its tasks and the machine's memory placement (or the homes) stay the same,
+    /// so it is counted once, not once per balancing CPU.
     pub by_memory: bool,
 }
 
 /// Per CPU: how many of its tasks (running or waiting) each node is home to, and what it
-/// was counted for (the runqueue's membership changes, its current task, memory version).
+/// was counted for (the runqueue's membership changes, its current task, the homes' version
+/// as [`homes_version`]).
 #[derive(Clone, Debug, Default)]
 struct HomedCount {
     stamp: Option<(u64, Option<TaskId>, u64)>,
@@ -125,7 +128,7 @@ pub struct PoolBalancer {
     imbalance_pct: u32,
     /// Most tasks one pass moves (the patch: 1).
     max_pull: usize,
-    /// Per CPU, its tasks per home ([`Homes::by_memory`] only).
+    /// Per CPU, its tasks per home.
     homed: Vec<HomedCount>,
     /// The nodes with CPUs in each pool (their runqueue change counts cover the pool's).
     pool_nodes: Vec<Vec<NodeId>>,
@@ -452,14 +455,10 @@ pub fn steal_weight(cool: u64, home: Option<Option<NodeId>>, this: NodeId, src: 
     w
 }
 
-/// [`homed_on`], from `cache` when the homes depend on memory only and nothing they depend
-/// on changed since it was counted.
+/// [`homed_on`], from `cache` when nothing the homes depend on changed since it was counted.
 fn homed_count(cache: &mut [HomedCount], k: &Kernel, cpu: CpuId, node: NodeId, h: &Homes) -> usize {
-    if !h.by_memory {
-        return homed_on(k, cpu, node, h);
-    }
     let rq = &k.rqs[cpu];
-    let stamp = (rq.queue.changes(), rq.curr, k.mem.version());
+    let stamp = (rq.queue.changes(), rq.curr, homes_version(k, Some(h)));
     let c = &mut cache[cpu];
     if c.stamp != Some(stamp) {
         c.per_node.clear();

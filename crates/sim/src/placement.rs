@@ -342,7 +342,7 @@ impl Placement {
                 self.stats.set_home += 1;
                 for &t in &live {
                     k.set_affinity(t, cpus);
-                    k.tasks[t].home_node = nodes.first().copied();
+                    k.set_home_node(t, nodes.first().copied());
                 }
                 self.homes.insert(pi, nodes.clone());
             }
@@ -355,7 +355,7 @@ impl Placement {
                     .unwrap_or_else(|| k.topo.all_cpus());
                 for &t in &live {
                     k.set_affinity(t, &original);
-                    k.tasks[t].home_node = None;
+                    k.set_home_node(t, None);
                 }
                 self.homes.remove(&pi);
             }

@@ -15,6 +15,7 @@ impl Kernel {
             return;
         }
         self.tasks[t].affinity = cpus.clone();
+        self.affinity_changes += 1;
         let cpu = self.tasks[t].cpu;
         if cpus.contains(cpu) {
             return;

@@ -425,7 +425,7 @@ impl Kernel {
         if new_process {
             target = self.new_process(s, id, parent, pid, exec, target);
         } else if let Some(p) = parent {
-            self.tasks[id].home_node = self.tasks[p].home_node;
+            self.set_home_node(id, self.tasks[p].home_node);
         }
         self.procs[pid].threads_alive += 1;
         self.procs[pid].threads.push(id);
@@ -470,7 +470,7 @@ impl Kernel {
         if let Some(c) = placement.cpu {
             target = c;
         }
-        self.tasks[id].home_node = placement.home;
+        self.set_home_node(id, placement.home);
         let group = self.params.page_group_bytes;
         let regions = prog
             .regions

@@ -367,6 +367,7 @@ impl Kernel {
         }?;
         let key = self.tasks[t].rq_key;
         self.rqs[cpu].queue.remove(key, t);
+        self.rq_changed(cpu);
         self.fair_unqueued(cpu, t);
         Some(t)
     }

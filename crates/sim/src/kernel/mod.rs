@@ -267,6 +267,14 @@ pub struct Kernel {
     /// the 2.4 counters and the O(1) priority divide by them all the time.
     tick_div: Divisor,
     sleep_div: Divisor,
+    /// Per node, a count bumped whenever a runqueue of its CPUs changes (a task joins or
+    /// leaves the waiting list, the current task changes): while it stays the same, so do
+    /// the node's runqueues (balancers cache what they sum over them).
+    node_rq_changes: Vec<u64>,
+    /// Bumped whenever a task's `home_node` is set ([`Kernel::set_home_node`]).
+    home_changes: u64,
+    /// Bumped whenever a task's affinity is set ([`Kernel::set_affinity`]).
+    pub(crate) affinity_changes: u64,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
 }
@@ -397,6 +405,9 @@ impl Kernel {
         Kernel {
             tick_div: Divisor::new(params.tick),
             sleep_div: Divisor::new(params.max_sleep_avg),
+            node_rq_changes: vec![0; topo.nr_nodes()],
+            home_changes: 0,
+            affinity_changes: 0,
             disks: crate::disk::Disks::for_workload(&workload),
             mem: NodeMemory::new(&topo),
             q: Contention::idle(topo.nr_nodes()),
@@ -436,6 +447,34 @@ impl Kernel {
 
     pub fn node_of(&self, cpu: CpuId) -> NodeId {
         self.topo.node_of(cpu)
+    }
+
+    /// A number that changes whenever a runqueue of `node`'s CPUs changes (its waiting
+    /// tasks or its current task).
+    pub fn node_rq_changes(&self, node: NodeId) -> u64 {
+        self.node_rq_changes[node]
+    }
+
+    /// Note that `cpu`'s runqueue changed (see [`Kernel::node_rq_changes`]).
+    pub(crate) fn rq_changed(&mut self, cpu: CpuId) {
+        let node = self.topo.node_of(cpu);
+        self.node_rq_changes[node] += 1;
+    }
+
+    /// A number that changes whenever a task's `home_node` is set.
+    pub fn home_changes(&self) -> u64 {
+        self.home_changes
+    }
+
+    /// A number that changes whenever a task's affinity is set.
+    pub fn affinity_changes(&self) -> u64 {
+        self.affinity_changes
+    }
+
+    /// Set a task's homenode (always through here, so that [`Kernel::home_changes`] moves).
+    pub fn set_home_node(&mut self, t: TaskId, home: Option<NodeId>) {
+        self.tasks[t].home_node = home;
+        self.home_changes += 1;
     }
 
     /// Runnable tasks on a node's CPUs.
@@ -490,6 +529,7 @@ impl Kernel {
             self.pelt_sync_rq(src);
         }
         if self.rqs[src].queue.remove(self.tasks[t].rq_key, t) {
+            self.rq_changed(src);
             self.nr_waiting -= 1;
             if self.params.fair.is_some() {
                 self.fair_unqueued(src, t);

@@ -48,6 +48,7 @@ impl Kernel {
         task.queued_at.get_or_insert(self.now);
         task.rq_key = key;
         self.rqs[cpu].queue.push(key, t);
+        self.rq_changed(cpu);
         if self.params.fair.is_some() {
             self.fair_queued(cpu, t);
         }
@@ -133,6 +134,7 @@ impl Kernel {
             }
         }
         if let Some(t) = self.rqs[cpu].curr.take() {
+            self.rq_changed(cpu);
             self.tasks[t].last_ran = self.now;
             if let Some(llc) = self.tasks[t].last_llc {
                 let touched = self.procs[self.tasks[t].pid].touched;
@@ -208,6 +210,7 @@ impl Kernel {
         task.queued_at.get_or_insert(self.now);
         task.rq_key = key;
         self.rqs[cpu].queue.push(key, t);
+        self.rq_changed(cpu);
         if self.params.fair.is_some() {
             self.fair_queued(cpu, t);
         }
@@ -247,6 +250,7 @@ impl Kernel {
                 self.rqs[cpu].round = self.tasks[t].rq_key.0;
             }
             self.rqs[cpu].curr = Some(t);
+            self.rq_changed(cpu);
             self.tasks[t].last_cpu = Some(cpu);
             self.tasks[t].run_touched = 0.0;
             self.counters.context_switches += 1;

@@ -115,7 +115,7 @@ impl NodeAffine {
                 o.uint("home_bonus", 1)? as usize
             },
             d: Domains::new(vec![p.level("POOL", per_cpu_pool)], n),
-            pb: PoolBalancer::new(pools, (delay_idle, delay_busy), &p),
+            pb: PoolBalancer::new(topo, pools, (delay_idle, delay_busy), &p),
             node_spans,
             last_exec_node: 0,
             p,

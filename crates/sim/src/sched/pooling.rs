@@ -28,7 +28,7 @@
 //!    that holds no task of that homenode, if the homenode runs tasks of other nodes.
 
 use crate::fastdiv::Divisor;
-use crate::kernel::{Kernel, TaskId};
+use crate::kernel::{Kernel, Refusal, TaskId};
 use crate::time::Ns;
 use topo::{CpuId, CpuSet, NodeId};
 
@@ -53,14 +53,17 @@ pub struct Homes<'a> {
     pub home: &'a dyn Fn(&Kernel, TaskId) -> Option<NodeId>,
     /// Load added to a remote runqueue per task on it homed on the balancing CPU's node.
     pub bonus: usize,
-    /// A task's home depends only on its process's memory (`node-affine-dynamic`): the
-    /// count of a runqueue's tasks per home stays valid while its tasks and the machine's
-    /// memory placement stay the same, so it is counted once, not once per balancing CPU.
+    /// A task's home depends only on its process's memory (`node-affine-dynamic`); otherwise
+    /// it is the task's `home_node` (`node-affine-static`), which changes only through
+    /// [`Kernel::set_home_node`]. Either way the count of a runqueue's tasks per home stays
+    /// valid while its tasks and the machine's memory placement (or the homes) stay the same,
+    /// so it is counted once, not once per balancing CPU.
     pub by_memory: bool,
 }
 
 /// Per CPU: how many of its tasks (running or waiting) each node is home to, and what it
-/// was counted for (the runqueue's membership changes, its current task, memory version).
+/// was counted for (the runqueue's membership changes, its current task, the homes' version
+/// as [`homes_version`]).
 #[derive(Clone, Debug, Default)]
 struct HomedCount {
     stamp: Option<(u64, Option<TaskId>, u64)>,
@@ -68,11 +71,41 @@ struct HomedCount {
 }
 
 /// A pool's load as one pass sees it.
+#[derive(Clone, Copy, Debug)]
 struct PoolLoad {
     /// 100 x tasks per CPU.
     load: usize,
     /// Its most loaded CPU (first in CPU order on ties) and that CPU's load.
     busiest: Option<(CpuId, usize)>,
+}
+
+/// What one CPU last counted over one pool: the pool's load as it would count it again while
+/// nothing changed, and what it was counted for.
+#[derive(Clone, Copy, Debug)]
+struct PoolSeen {
+    /// The sum of the pool's nodes' [`Kernel::node_rq_changes`], and the version of what the
+    /// homes depend on (the memory's for [`Homes::by_memory`], else the homes' own; 0
+    /// without homes).
+    stamp: (u64, u64),
+    /// Every CPU's current length in place of its smoothed one.
+    steady: PoolLoad,
+}
+
+/// A steal that found nothing to take, and how long it would find the same: while the source's
+/// waiting list, the homes and the affinities stay as they were and until the first task it
+/// refused as cache hot cools down, a steal from there refuses the same tasks and finds no
+/// other one worth taking (each was taken off its homenode, which the node-affine weight
+/// never does).
+#[derive(Clone, Copy, Debug)]
+struct FailedSteal {
+    src: CpuId,
+    /// The source's [`crate::kernel::RunList::changes`], the homes' version (as
+    /// [`PoolSeen::stamp`]) and [`Kernel::affinity_changes`].
+    stamp: (u64, u64, u64),
+    /// It holds while the clock is before this.
+    until: Ns,
+    /// The refusals it counted, by [`Refusal`].
+    refused: [u64; 3],
 }
 
 /// The pooling balancer's state for every CPU.
@@ -95,13 +128,24 @@ pub struct PoolBalancer {
     imbalance_pct: u32,
     /// Most tasks one pass moves (the patch: 1).
     max_pull: usize,
-    /// Per CPU, its tasks per home ([`Homes::by_memory`] only).
+    /// Per CPU, its tasks per home.
     homed: Vec<HomedCount>,
+    /// The nodes with CPUs in each pool (their runqueue change counts cover the pool's).
+    pool_nodes: Vec<Vec<NodeId>>,
+    /// `seen[this * pools + pool]`: what `this` counted over `pool` on its last pass over it.
+    seen: Vec<Option<PoolSeen>>,
+    /// Per CPU, its last steal if it found nothing and would find the same for a while.
+    failed: Vec<Option<FailedSteal>>,
 }
 
 impl PoolBalancer {
     /// `cache_decay` is the kernel's hot time, `(cache_decay_ticks + 1)` ticks of `tick`.
-    pub fn new(pools: Vec<CpuSet>, delays: (Ns, Ns), p: &super::o1::O1Params) -> Self {
+    pub fn new(
+        topo: &topo::Topology,
+        pools: Vec<CpuSet>,
+        delays: (Ns, Ns),
+        p: &super::o1::O1Params,
+    ) -> Self {
         let (delay_idle, delay_busy) = delays;
         let tick = p.kernel.tick;
         let n = pools
@@ -115,7 +159,18 @@ impl PoolBalancer {
                 pool_of[c] = i;
             }
         }
+        let pool_nodes = pools
+            .iter()
+            .map(|p| {
+                (0..topo.nr_nodes())
+                    .filter(|&node| topo.node_cpus(node).intersects(p))
+                    .collect()
+            })
+            .collect();
         PoolBalancer {
+            seen: vec![None; n * pools.len()],
+            failed: vec![None; n],
+            pool_nodes,
             prev_nr: vec![vec![0; n]; n],
             pool_len: pools.iter().map(CpuSet::count).collect(),
             pool_cpus: pools
@@ -181,6 +236,12 @@ impl PoolBalancer {
 
     /// `calc_pool_load`: pool `pool` as `this` sees it; with `homes` (pools are nodes then),
     /// tasks homed on `this`'s node add the bonus.
+    ///
+    /// A pass over the pool leaves `this`'s previous length of each of its CPUs at the
+    /// current one. So while no runqueue of the pool changed and the homes did not either
+    /// since `this`'s last pass over it, every CPU's smoothed length is its current one (the
+    /// smaller of two equal lengths, busy or idle), remembering it changes nothing, and the
+    /// pool's load is what that pass counted with the current lengths: it is taken from there.
     fn pool_load(
         &mut self,
         k: &Kernel,
@@ -189,21 +250,49 @@ impl PoolBalancer {
         idle: bool,
         homes: Option<&Homes>,
     ) -> PoolLoad {
+        let rq_changes = self.pool_nodes[pool]
+            .iter()
+            .map(|&node| k.node_rq_changes(node))
+            .sum::<u64>();
+        let stamp = (rq_changes, homes_version(k, homes));
+        let slot = this * self.pools.len() + pool;
+        if let Some(seen) = self.seen[slot] {
+            if seen.stamp == stamp {
+                return seen.steady;
+            }
+        }
         let this_node = k.node_of(this);
         let prev = &mut self.prev_nr[this];
         let (mut total, mut busiest) = (0usize, None::<(CpuId, usize)>);
+        let (mut steady_total, mut steady_busiest) = (0usize, None::<(CpuId, usize)>);
         for c in self.pools[pool].iter() {
-            let mut load = smoothed_load(prev, k, c, idle);
+            let now = k.nr_running(c);
+            let mut load = smoothed_load(prev, now, c, idle);
+            let mut steady = now;
             if let Some(h) = homes {
-                load += h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
+                let bonus = h.bonus * homed_count(&mut self.homed, k, c, this_node, h);
+                load += bonus;
+                steady += bonus;
             }
             total += load;
             if busiest.is_none_or(|(_, m)| load > m) {
                 busiest = Some((c, load));
             }
+            steady_total += steady;
+            if steady_busiest.is_none_or(|(_, m)| steady > m) {
+                steady_busiest = Some((c, steady));
+            }
         }
+        let div = &self.pool_cpus[pool];
+        self.seen[slot] = Some(PoolSeen {
+            stamp,
+            steady: PoolLoad {
+                load: div.divide((steady_total * BALANCE_FACTOR) as u64) as usize,
+                busiest: steady_busiest,
+            },
+        });
         PoolLoad {
-            load: self.pool_cpus[pool].divide((total * BALANCE_FACTOR) as u64) as usize,
+            load: div.divide((total * BALANCE_FACTOR) as u64) as usize,
             busiest,
         }
     }
@@ -257,12 +346,49 @@ impl PoolBalancer {
     }
 
     /// `task_to_steal` and `pull_task`: move the coolest movable waiting task of `src`.
-    fn steal_one(&self, k: &mut Kernel, this: CpuId, src: CpuId, homes: Option<&Homes>) -> bool {
+    ///
+    /// A steal that takes nothing is remembered ([`FailedSteal`]) when every task it
+    /// weighed is homed on the source's node (not this one), whose weight stays below 1
+    /// however cool it gets; the same steal again counts the same refusals without walking
+    /// the queue.
+    fn steal_one(
+        &mut self,
+        k: &mut Kernel,
+        this: CpuId,
+        src: CpuId,
+        homes: Option<&Homes>,
+    ) -> bool {
+        let stamp = (
+            k.rqs[src].queue.changes(),
+            homes_version(k, homes),
+            k.affinity_changes(),
+        );
+        if let Some(f) = self.failed[this] {
+            if f.src == src && f.stamp == stamp && k.now < f.until {
+                for r in Refusal::ALL {
+                    k.counters.refused[r as usize] += f.refused[r as usize];
+                }
+                return false;
+            }
+        }
         let (this_node, src_node) = (k.node_of(this), k.node_of(src));
         let mut best: Option<(i64, TaskId)> = None;
+        // How long the same steal takes nothing again (Ns::MAX: as long as nothing changes;
+        // now: no promise), and what it refused.
+        let mut until = Ns::MAX;
+        let mut refused = [0u64; 3];
         for t in super::balance::pull_order(k, src) {
             if let Err(r) = k.can_migrate(t, this, false) {
                 k.counters.refuse(r);
+                refused[r as usize] += 1;
+                until = match r {
+                    // It cools down then (it cannot run while it waits).
+                    Refusal::CacheHot => {
+                        until.min(k.tasks[t].last_ran.saturating_add(k.params.cache_decay))
+                    }
+                    Refusal::Affinity => until,
+                    Refusal::Running => k.now,
+                };
                 continue;
             }
             let cool = k.now.saturating_sub(k.tasks[t].last_ran) / self.decay;
@@ -271,8 +397,18 @@ impl PoolBalancer {
             if w > best.map_or(0, |(m, _)| m) {
                 best = Some((w, t));
             }
+            if home != Some(Some(src_node)) || src_node == this_node {
+                // Its weight may grow above 0 as it cools.
+                until = k.now;
+            }
         }
         let Some((_, t)) = best else {
+            self.failed[this] = (k.now < until).then_some(FailedSteal {
+                src,
+                stamp,
+                until,
+                refused,
+            });
             return false;
         };
         k.migrate_queued(t, this);
@@ -280,10 +416,22 @@ impl PoolBalancer {
     }
 }
 
-/// The load of `c` as a CPU whose previous lengths are `prev` sees it: the smaller of now and
-/// the previous pass (the current length when idle), remembering the length for next time.
-fn smoothed_load(prev: &mut [u32], k: &Kernel, c: CpuId, idle: bool) -> usize {
-    let now = k.nr_running(c);
+/// The version of what the homes depend on: the memory's when they follow it, else the homes'
+/// own; 0 without homes.
+fn homes_version(k: &Kernel, homes: Option<&Homes>) -> u64 {
+    homes.map_or(0, |h| {
+        if h.by_memory {
+            k.mem.version()
+        } else {
+            k.home_changes()
+        }
+    })
+}
+
+/// The load of `c`, whose length is `now`, as a CPU whose previous lengths are `prev` sees it:
+/// the smaller of now and the previous pass (the current length when idle), remembering the
+/// length for next time.
+fn smoothed_load(prev: &mut [u32], now: usize, c: CpuId, idle: bool) -> usize {
     let before = prev[c] as usize;
     prev[c] = now as u32;
     if idle || now < before { now } else { before }
@@ -307,14 +455,10 @@ pub fn steal_weight(cool: u64, home: Option<Option<NodeId>>, this: NodeId, src: 
     w
 }
 
-/// [`homed_on`], from `cache` when the homes depend on memory only and nothing they depend
-/// on changed since it was counted.
+/// [`homed_on`], from `cache` when nothing the homes depend on changed since it was counted.
 fn homed_count(cache: &mut [HomedCount], k: &Kernel, cpu: CpuId, node: NodeId, h: &Homes) -> usize {
-    if !h.by_memory {
-        return homed_on(k, cpu, node, h);
-    }
     let rq = &k.rqs[cpu];
-    let stamp = (rq.queue.changes(), rq.curr, k.mem.version());
+    let stamp = (rq.queue.changes(), rq.curr, homes_version(k, Some(h)));
     let c = &mut cache[cpu];
     if c.stamp != Some(stamp) {
         c.per_node.clear();

@@ -292,24 +292,24 @@ pub fn linear_op_into(
     for (i, a) in op.accesses.iter().enumerate() {
         // A stream's next lines are known ahead, so the prefetchers keep more of them in
         // flight than a random access pattern allows.
-        let (lines, in_flight) = match a.pattern {
-            Pattern::Random => ((1.0 - hit) * (a.bytes / line).ceil(), mlp),
-            Pattern::Stream => (a.bytes / line, stream_mlp),
+        let (touched, lines, in_flight) = match a.pattern {
+            Pattern::Random => {
+                let touched = (a.bytes / line).ceil();
+                (touched, (1.0 - hit) * touched, mlp)
+            }
+            Pattern::Stream => (a.bytes / line, a.bytes / line, stream_mlp),
         };
         if a.pattern == Pattern::Random {
-            out.random_lines += (a.bytes / line).ceil();
+            out.random_lines += touched;
             // The lines that hit still wait for the LLC, overlapped as misses are.
-            let hit_ns = hit * (a.bytes / line).ceil() * llc_ns / mlp;
+            let hit_ns = hit * touched * llc_ns / mlp;
             match overlap.as_mut() {
                 Some(o) => o.hit_ns += hit_ns,
                 None => out.base_ns += hit_ns,
             }
         }
         out.lines += lines;
-        out.touched_lines += match a.pattern {
-            Pattern::Random => (a.bytes / line).ceil(),
-            Pattern::Stream => a.bytes / line,
-        };
+        out.touched_lines += touched;
         at.regions[a.region].node_fractions(cpu_node, frac);
         let traffic = if a.write { 2.0 } else { 1.0 } * line;
         let coef = match overlap.as_mut() {
@@ -351,9 +351,9 @@ pub fn op_profile(
 ///
 /// The cache is read as LRU: the `op.cached_bytes` the task held survive while the distinct
 /// bytes other tasks touched since it left (`others_bytes`, all newer than its lines) fit
-/// beside them in `llc_bytes`; the excess evicts the task's own lines. An evicted line costs `per_line_ns` (a miss instead
-/// of a hit) when the task next touches it, which for a random access pattern is spread over
-/// its run: after `k` operations, a fraction `1 - exp(-k * random_lines / footprint_lines)`
+/// beside them in `llc_bytes`; the excess evicts the task's own lines. An evicted line costs
+/// `per_line_ns` (a miss instead of a hit) when the task next touches it, which for a random
+/// access pattern is spread over its run: after `k` operations, a fraction `1 - exp(-k * random_lines / footprint_lines)`
 /// of the evicted lines has been touched. `k` is counted as if every former hit missed, so
 /// the stall is never longer than the run (`run_ns`, the slice the task was given).
 pub fn refill_after_turns(

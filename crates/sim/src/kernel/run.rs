@@ -331,13 +331,16 @@ impl Kernel {
     }
 
     /// Idle latency from `cpu` to `t`'s memory, weighted by where its bytes are.
+    /// Called at every switch-in after others' turns: sums over the regions per node rather
+    /// than building the process's per-node vector.
     fn memory_latency_ns(&self, t: TaskId, cpu: CpuId) -> f64 {
         let node = self.node_of(cpu);
-        let nb = self.procs[self.tasks[t].pid].node_bytes(self.topo.nr_nodes());
-        let total: u64 = nb.iter().sum();
-        nb.iter()
-            .enumerate()
-            .map(|(j, &b)| b as f64 / total.max(1) as f64 * self.topo.latency_ns(node, j))
+        let regions = &self.procs[self.tasks[t].pid].regions;
+        let on = |j: usize| -> u64 { regions.iter().map(|r| r.node_bytes[j]).sum() };
+        let nodes = 0..self.topo.nr_nodes();
+        let total: u64 = nodes.clone().map(on).sum();
+        nodes
+            .map(|j| on(j) as f64 / total.max(1) as f64 * self.topo.latency_ns(node, j))
             .sum()
     }
 

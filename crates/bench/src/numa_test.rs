@@ -262,16 +262,9 @@ pub fn run_once(
     })
 }
 
-/// CPU time of the calling thread so far (user + system), seconds.
+/// CPU time of the calling thread so far (user + system), seconds; 0 if it cannot be read.
 fn thread_cpu_s() -> f64 {
-    use nix::sys::resource::{UsageWho, getrusage};
-    match getrusage(UsageWho::RUSAGE_THREAD) {
-        Ok(u) => {
-            let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
-            tv(u.user_time()) + tv(u.system_time())
-        }
-        Err(_) => 0.0,
-    }
+    crate::probe::thread_cpu_s().unwrap_or(0.0)
 }
 
 /// Charge the user time since the last sample to the node of the CPU seen now.

@@ -171,12 +171,21 @@ pub struct Lap {
     pub cpu_s: Option<f64>,
 }
 
-/// The CPU time of the calling thread, seconds (user + system, `getrusage(RUSAGE_THREAD)`).
-fn thread_cpu_s() -> Option<f64> {
+/// The calling thread's CPU time, seconds (user + system), and its involuntary context
+/// switches so far (`getrusage(RUSAGE_THREAD)`).
+pub(crate) fn thread_usage() -> Option<(f64, i64)> {
     use nix::sys::resource::{UsageWho, getrusage};
     let u = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
     let s = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
-    Some(s(u.user_time()) + s(u.system_time()))
+    Some((
+        s(u.user_time()) + s(u.system_time()),
+        u.involuntary_context_switches(),
+    ))
+}
+
+/// The CPU time of the calling thread, seconds ([`thread_usage`]).
+pub(crate) fn thread_cpu_s() -> Option<f64> {
+    thread_usage().map(|(cpu_s, _)| cpu_s)
 }
 
 /// The smallest share, over threads, of their timed wall time that they spent on a CPU:

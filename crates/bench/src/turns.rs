@@ -10,7 +10,6 @@
 //! 15% of it, is the model's `--sched linux:hz=...`.
 
 use crate::BenchError;
-use nix::sys::resource::{UsageWho, getrusage};
 use serde::Serialize;
 use std::sync::Barrier;
 use topo::CpuSet;
@@ -59,21 +58,16 @@ fn spin(cpu: usize, cpu_s: f64, barrier: &Barrier) -> Result<(f64, i64), BenchEr
     crate::probe::bind(&CpuSet::single(cpu))?;
     barrier.wait();
     let used = || {
-        getrusage(UsageWho::RUSAGE_THREAD).map(|u| {
-            let t = u.user_time();
-            let s = u.system_time();
-            let secs =
-                |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
-            (secs(t) + secs(s), u.involuntary_context_switches())
-        })
+        crate::probe::thread_usage()
+            .ok_or_else(|| BenchError::Config("turns: getrusage failed".into()))
     };
-    let start = used().map_err(|e| BenchError::Config(format!("getrusage: {e}")))?;
+    let start = used()?;
     let mut x = 0u64;
     loop {
         for _ in 0..100_000 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
-        let now = used().map_err(|e| BenchError::Config(format!("getrusage: {e}")))?;
+        let now = used()?;
         if now.0 - start.0 >= cpu_s {
             return Ok((now.0 - start.0, now.1 - start.1));
         }

@@ -274,7 +274,7 @@ pub struct Kernel {
     /// Bumped whenever a task's `home_node` is set ([`Kernel::set_home_node`]).
     home_changes: u64,
     /// Bumped whenever a task's affinity is set ([`Kernel::set_affinity`]).
-    pub(crate) affinity_changes: u64,
+    affinity_changes: u64,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
 }

@@ -88,6 +88,12 @@ pub struct CpuModel {
     /// evicted, from local memory, TLB walks included (measured by `homenode bench probe`);
     /// `None`: a miss instead of a hit (docs/MODEL.md §4, "Turns on a cache").
     pub refill_ns: Option<f64>,
+    /// The share of a stream's lines that take a place in the last-level cache as any line
+    /// would, from 0 to 1 (docs/MODEL.md §4, "A task's streams in its cache"). 1: an LRU cache
+    /// (or an approximation of one) that keeps the lines streamed through as recently used,
+    /// so they push out the random data; 0: a scan-resistant cache that inserts them where
+    /// they leave first (the simulator's `kernel::lru`).
+    pub llc_stream_share: f64,
 }
 
 impl CpuModel {

@@ -101,6 +101,14 @@ pub struct CpuSpec {
     /// absent: a miss instead of a hit, `(local latency - llc_latency_ns) / mlp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refill_ns: Option<f64>,
+    /// The share of a stream's lines that take a place in the LLC as any line would, 0 to 1
+    /// (`homenode bench probe` measures it); absent: 0, streams do not push out other data.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub llc_stream_share: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// `[memory]` table.
@@ -364,6 +372,13 @@ impl MachineSpec {
                 format!("is {r}, must be a finite number >= 0"),
             ));
         }
+        if !(c.llc_stream_share.is_finite() && (0.0..=1.0).contains(&c.llc_stream_share)) {
+            return Err(TopoError::impossible(
+                o,
+                "cpu.llc_stream_share",
+                format!("is {}, must be a number from 0 to 1", c.llc_stream_share),
+            ));
+        }
         Ok(CpuModel {
             freq_mhz: c.freq_mhz,
             mlp: c.mlp,
@@ -374,6 +389,7 @@ impl MachineSpec {
             store_buffer: c.store_buffer,
             out_of_order: c.out_of_order,
             refill_ns: c.refill_ns,
+            llc_stream_share: c.llc_stream_share,
         })
     }
 
@@ -804,6 +820,11 @@ fault_overhead_ns = 1000
                 "`cpu.llc_latency_ns`",
             ),
             ("mlp = 1", "mlp = 1\nrefill_ns = -2", "`cpu.refill_ns`"),
+            (
+                "mlp = 1",
+                "mlp = 1\nllc_stream_share = 1.5",
+                "`cpu.llc_stream_share`",
+            ),
             ("llc_kib = 1024", "llc_kib = 0", "`cpu.llc_kib`"),
             (
                 "llc_kib = 1024",

@@ -135,6 +135,7 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
             llc_latency_ns: base.cpu.llc_latency_ns,
             out_of_order: base.cpu.out_of_order,
             refill_ns: base.cpu.refill_ns,
+            llc_stream_share: base.cpu.llc_stream_share,
         },
         memory,
         node_overrides: Vec::new(),

@@ -26,6 +26,22 @@ pub fn memory_bound(t: &Topology) -> String {
          back on its cache after others ran fetches again what they evicted (an LRU reading, \
          docs/MODEL.md §4), each line a miss instead of a hit."
     );
+    let share = t.cpu_model.llc_stream_share;
+    let streams = if share >= 1.0 {
+        "count in full, as in an LRU cache (a cache of this era inserts every new line as most \
+         recently used)"
+            .to_string()
+    } else if share <= 0.0 {
+        "do not count (a scan-resistant cache keeps them where they leave first)".to_string()
+    } else {
+        format!("count for {share:.2} of a line each")
+    };
+    let _ = writeln!(
+        s,
+        "- *Streams in the cache*: a job's random array shares its LLC share with the lines \
+         it streams through (`b`, `ix`), which {streams}: `cpu.llc_stream_share`, \
+         docs/MODEL.md §4."
+    );
     let _ = writeln!(
         s,
         "- *Work*: numa_test's `randupdt` (random read-modify-write of an 8 MB-per-million \

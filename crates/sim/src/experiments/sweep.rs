@@ -62,7 +62,7 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 10] = [
+pub const MACHINE_PARAMS: [&str; 11] = [
     "freq_mhz",
     "out_of_order",
     "llc_kib",
@@ -70,6 +70,7 @@ pub const MACHINE_PARAMS: [&str; 10] = [
     "stream_mlp",
     "llc_latency_ns",
     "refill_ns",
+    "llc_stream_share",
     "local_latency_ns",
     "bandwidth_gbps",
     "remote_bandwidth_ratio",
@@ -131,6 +132,7 @@ fn valid_range(param: &str) -> ValidRange {
             whole: true,
             ..ValidRange::new(0.0, 1.0, "0 (in order) or 1 (out of order)")
         },
+        "llc_stream_share" => ValidRange::new(0.0, 1.0, "a share from 0 to 1"),
         _ => ValidRange::new(f64::MIN_POSITIVE, f64::MAX, "a positive number"),
     }
 }
@@ -171,6 +173,7 @@ pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
         "stream_mlp" => t.cpu_model.stream_mlp = Some(v),
         "llc_latency_ns" => t.cpu_model.llc_latency_ns = Some(v),
         "refill_ns" => t.cpu_model.refill_ns = Some(v),
+        "llc_stream_share" => t.cpu_model.llc_stream_share = v,
         "llc_kib" => t.cpu_model.llc_bytes = ((v * 1024.0).round() as u64).max(1),
         "local_latency_ns" => {
             let local = t.latency_ns[0][0];

@@ -16,6 +16,7 @@
 //! stalls (first-order interval analysis), and streams that the prefetchers fetch on their
 //! own queue (`cpu.stream_mlp` given) overlap the random misses too.
 
+use super::lru::LruShare;
 use crate::memory::Region;
 use crate::program::{OpCost, Pattern};
 use topo::{NodeId, Topology};
@@ -278,13 +279,15 @@ pub fn linear_op_into(
     out.lines = 0.0;
     out.random_lines = 0.0;
     let random_footprint: f64 = random_footprint(op, at.regions);
-    let hit = if random_footprint > 0.0 {
-        (at.cache_share / random_footprint).min(1.0)
-    } else {
-        1.0
-    };
+    let lru = LruShare::solve(
+        op,
+        at.regions,
+        at.cache_share,
+        line,
+        topo.cpu_model.llc_stream_share,
+    );
     out.random_footprint = random_footprint;
-    out.cached_bytes = hit * random_footprint;
+    out.cached_bytes = lru.random_bytes_held(op, at.regions, line);
     out.touched_lines = 0.0;
     out.footprint = footprint(op, at.regions, |_| true);
     frac.clear();
@@ -292,17 +295,22 @@ pub fn linear_op_into(
     for (i, a) in op.accesses.iter().enumerate() {
         // A stream's next lines are known ahead, so the prefetchers keep more of them in
         // flight than a random access pattern allows.
+        let hit = lru.hit(op, at.regions, i, line);
         let (touched, lines, in_flight) = match a.pattern {
             Pattern::Random => {
                 let touched = (a.bytes / line).ceil();
                 (touched, (1.0 - hit) * touched, mlp)
             }
+            // A stream hits only where the whole pass stays in the share.
+            Pattern::Stream if hit > 0.0 => (a.bytes / line, 0.0, stream_mlp),
             Pattern::Stream => (a.bytes / line, a.bytes / line, stream_mlp),
         };
         if a.pattern == Pattern::Random {
             out.random_lines += touched;
+        }
+        if a.pattern == Pattern::Random || hit > 0.0 {
             // The lines that hit still wait for the LLC, overlapped as misses are.
-            let hit_ns = hit * touched * llc_ns / mlp;
+            let hit_ns = hit * touched * llc_ns / in_flight;
             match overlap.as_mut() {
                 Some(o) => o.hit_ns += hit_ns,
                 None => out.base_ns += hit_ns,
@@ -417,36 +425,43 @@ fn footprint(
 pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId) -> f64 {
     let cpu = &topo.cpu_model;
     let line = cpu.line_bytes as f64;
-    let footprint = random_footprint(op, regions);
-    let hit = if footprint > 0.0 {
-        (cpu.llc_bytes as f64 / footprint).min(1.0)
-    } else {
-        1.0
+    let lru = LruShare::solve(
+        op,
+        regions,
+        cpu.llc_bytes as f64,
+        line,
+        cpu.llc_stream_share,
+    );
+    let hit = |i: usize| lru.hit(op, regions, i, line);
+    let lines = |a: &crate::program::Access| match a.pattern {
+        Pattern::Random => (a.bytes / line).ceil(),
+        Pattern::Stream => a.bytes / line,
+    };
+    let in_flight = |a: &crate::program::Access| match a.pattern {
+        Pattern::Random => cpu.mlp.max(1e-3),
+        Pattern::Stream => cpu.stream_mlp().max(1e-3),
     };
     // Lines missed, each over the lines in flight for its pattern.
-    let over_mlp = |a: &crate::program::Access| match a.pattern {
-        Pattern::Random => (1.0 - hit) * (a.bytes / line).ceil() / cpu.mlp.max(1e-3),
-        Pattern::Stream => a.bytes / line / cpu.stream_mlp().max(1e-3),
+    let over_mlp = |i: usize| {
+        let a = &op.accesses[i];
+        (1.0 - hit(i)) * lines(a) / in_flight(a)
     };
     let of = |pattern: Pattern| -> f64 {
-        op.accesses
-            .iter()
-            .filter(|a| a.pattern == pattern)
+        (0..op.accesses.len())
+            .filter(|&i| op.accesses[i].pattern == pattern)
             .map(over_mlp)
             .sum()
     };
-    let hits_over_mlp: f64 = op
-        .accesses
-        .iter()
-        .filter(|a| a.pattern == Pattern::Random)
-        .map(|a| hit * (a.bytes / line).ceil() / cpu.mlp.max(1e-3))
+    let hits_over_mlp: f64 = (0..op.accesses.len())
+        .filter(|&i| op.accesses[i].pattern == Pattern::Random || hit(i) > 0.0)
+        .map(|i| hit(i) * lines(&op.accesses[i]) / in_flight(&op.accesses[i]))
         .sum();
     let latency = topo.latency_ns(node, node);
     let core = op.cycles * topo.ns_per_cycle();
     let hits = hits_over_mlp * cpu.llc_latency_ns.unwrap_or(0.0);
     if !cpu.out_of_order {
         // Summed over the accesses in their order, as before the overlap was modelled.
-        let lines_over_mlp: f64 = op.accesses.iter().map(over_mlp).sum();
+        let lines_over_mlp: f64 = (0..op.accesses.len()).map(over_mlp).sum();
         return core + lines_over_mlp * latency + hits;
     }
     let (random, streams) = (of(Pattern::Random), of(Pattern::Stream));
@@ -869,6 +884,26 @@ mod tests {
                 contended: 0.0,
             }],
         }
+    }
+
+    #[test]
+    fn streams_push_random_data_out_only_of_a_cache_that_lets_them() {
+        // 4 MiB at random and a 6 MiB stream, in a 5 MiB share: the array fits alone.
+        let mut t = in_order();
+        let r = [region_on(&t, 0, 4 << 20), region_on(&t, 0, 6 << 20)];
+        let op = mixed_op(0.0, 8.0, 8.0);
+        let share = (5u64 << 20) as f64;
+        let q = Contention::idle(2);
+        let scan_resistant = op_profile(&t, &op, &r, 0, share, &q, &[]);
+        t.cpu_model.llc_stream_share = 1.0;
+        let lru = op_profile(&t, &op, &r, 0, share, &q, &[]);
+        // Without the streams' share only the stream misses (one line per 8 operations).
+        assert!((scan_resistant.lines - 0.125).abs() < 1e-12);
+        assert!(lru.lines > scan_resistant.lines + 0.05, "{}", lru.lines);
+        assert!(lru.ns > scan_resistant.ns);
+        // A share that holds both: the stream hits too, whatever the policy.
+        let all = op_profile(&t, &op, &r, 0, (16u64 << 20) as f64, &q, &[]);
+        assert_eq!(all.lines, 0.0);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod cost;
 mod exec;
 pub mod fair;
 pub mod goodness;
+mod lru;
 mod numa;
 pub mod pelt;
 mod rates;

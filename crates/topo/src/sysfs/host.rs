@@ -274,6 +274,7 @@ impl Reader<'_> {
                 store_buffer: base.cpu.store_buffer,
                 out_of_order: base.cpu.out_of_order,
                 refill_ns: base.cpu.refill_ns,
+                llc_stream_share: base.cpu.llc_stream_share,
             },
             memory: MemoryModel {
                 loaded_latency_ratio: base.memory.loaded_latency_ratio,

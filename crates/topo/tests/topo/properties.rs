@@ -206,6 +206,7 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         llc_latency_ns: None,
                         out_of_order: false,
                         refill_ns: None,
+                        llc_stream_share: 0.0,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

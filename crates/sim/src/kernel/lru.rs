@@ -17,9 +17,9 @@
 //!   high performance caching", ISCA 2007; in Intel's L3 since Ivy Bridge, H. Wong, 2013).
 //!
 //! `T` solves `sum_random n (1 - exp(-r T / n)) + share sum_stream min(s T, n) = C` for a
-//! share of `C` lines. A stream hits only when everything the operation touches fits. Random
-//! regions alone reduce to the hit ratio `share / footprint` of the model before streams
-//! counted (one region is taken in that closed form, to the bit).
+//! share of `C` lines. Streams still miss on every new line, as before (their lines come
+//! back once per pass). Random regions alone reduce to the hit ratio `share / footprint` of
+//! the model before streams counted (one region is taken in that closed form, to the bit).
 
 use crate::memory::Region;
 use crate::program::{Access, OpCost, Pattern};
@@ -84,15 +84,13 @@ where
     t
 }
 
-/// How a share of the cache treats one operation's regions.
+/// How a share of the cache treats one operation's random regions.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LruShare {
-    /// Every region fits: everything hits.
-    Fits,
     /// One random region and no streams that count: this hit ratio, `share / footprint`.
     Uniform(f64),
-    /// The characteristic time, in the task's operations (infinite: the random regions
-    /// and what counts of the streams fit; streams still miss).
+    /// The characteristic time, in the task's operations (infinite: the random regions and
+    /// what counts of the streams fit).
     Time(f64),
 }
 
@@ -160,10 +158,6 @@ impl LruShare {
         let random = uses(op, regions, Pattern::Random, line);
         let streams = uses(op, regions, Pattern::Stream, line);
         let cache_lines = share / line;
-        let total: f64 = random.clone().chain(streams.clone()).map(|u| u.lines).sum();
-        if total <= cache_lines {
-            return LruShare::Fits;
-        }
         let streams_count = stream_share > 0.0 && streams.clone().next().is_some();
         if !streams_count && random.clone().count() == 1 {
             if let Some(bytes) = random_region_bytes(op, regions) {
@@ -178,11 +172,9 @@ impl LruShare {
         ))
     }
 
-    /// The hit ratio of access `i` of `op`.
+    /// The hit ratio of access `i` of `op` (0 for a stream).
     pub fn hit(&self, op: &OpCost, regions: &[Region], i: usize, line: f64) -> f64 {
-        let pattern = op.accesses[i].pattern;
-        match (*self, pattern) {
-            (LruShare::Fits, _) => 1.0,
+        match (*self, op.accesses[i].pattern) {
             (_, Pattern::Stream) => 0.0,
             (LruShare::Uniform(h), Pattern::Random) => h,
             (LruShare::Time(t), Pattern::Random) => region_use(op, regions, i, line).random_hit(t),
@@ -313,11 +305,12 @@ mod tests {
     }
 
     #[test]
-    fn a_share_that_holds_every_region_hits_streams_too() {
+    fn a_share_that_holds_every_region_keeps_the_array_and_streams_still_miss() {
         let (op, r) = randupdt();
         let lru = LruShare::solve(&op, &r, (32 << 20) as f64, LINE, 1.0);
-        assert_eq!(lru, LruShare::Fits);
-        assert_eq!(lru.hit(&op, &r, 0, LINE), 1.0);
+        assert_eq!(lru, LruShare::Time(f64::INFINITY));
+        assert_eq!(lru.hit(&op, &r, 2, LINE), 1.0);
+        assert_eq!(lru.hit(&op, &r, 0, LINE), 0.0);
     }
 
     #[test]

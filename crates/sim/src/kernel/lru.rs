@@ -193,13 +193,16 @@ impl LruShare {
     }
 }
 
-/// The bytes of the one random region of `op`, as the region states them (the closed form
-/// divides by these, not by lines times the line size).
+/// The bytes of `op`'s random regions, each once, as the regions state them (the closed form
+/// divides by these, not by lines times the line size); `None` when there are none.
 fn random_region_bytes(op: &OpCost, regions: &[Region]) -> Option<f64> {
-    op.accesses
-        .iter()
-        .find(|a| a.pattern == Pattern::Random)
-        .map(|a| regions[a.region].bytes as f64)
+    let mut bytes = None;
+    for (i, a) in op.accesses.iter().enumerate() {
+        if a.pattern == Pattern::Random && first_use(op, i) {
+            *bytes.get_or_insert(0.0) += regions[a.region].bytes as f64;
+        }
+    }
+    bytes
 }
 
 #[cfg(test)]

@@ -80,10 +80,19 @@ impl Ord for Entry {
 
 /// A binary min-heap of per-CPU timer slots, each slot present at most once; `pos[slot]` is
 /// its index in `heap` (or `NONE`), so a slot's entry is replaced or removed in O(log n).
+///
+/// Popping leaves the root *vacant* instead of moving the last entry up at once: nearly
+/// always the handler of the popped event posts the next timer of the same CPU (a new chunk,
+/// the next balance tick) before anything else touches the heap, and that entry then takes
+/// the root's place with one sift down, where removing and inserting cost a sift down and a
+/// sift up. Any other operation first fills the root the ordinary way. The live entries, and
+/// so the order of pops (keys are unique), are the same either way.
 #[derive(Debug, Default)]
 struct SlotHeap {
     heap: Vec<(Entry, usize)>,
     pos: Vec<usize>,
+    /// `heap[0]` is a popped entry awaiting removal (its slot's `pos` is already `NONE`).
+    vacant_root: bool,
 }
 
 const NONE: usize = usize::MAX;
@@ -93,6 +102,15 @@ impl SlotHeap {
         if slot >= self.pos.len() {
             self.pos.resize(slot + 1, NONE);
         }
+        if self.pos[slot] == NONE && self.vacant_root {
+            // A new entry takes the popped root's place.
+            self.vacant_root = false;
+            self.heap[0] = (e, slot);
+            self.pos[slot] = 0;
+            self.sift_down(0);
+            return;
+        }
+        self.fill_root();
         let i = self.pos[slot];
         if i == NONE {
             self.heap.push((e, slot));
@@ -117,37 +135,50 @@ impl SlotHeap {
         if i == NONE {
             return;
         }
-        self.remove_at(i);
+        self.fill_root();
+        // Filling the root may have moved the entry.
+        self.remove_at(self.pos[slot]);
     }
 
-    fn remove_at(&mut self, i: usize) -> (Entry, usize) {
-        let last = self.heap.len() - 1;
-        self.swap(i, last);
-        let out = self.heap.pop().expect("non-empty");
+    /// Remove a popped root left vacant, if any: the last entry takes its place.
+    fn fill_root(&mut self) {
+        if std::mem::take(&mut self.vacant_root) {
+            self.remove_at(0);
+        }
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        let out = self.heap.swap_remove(i);
         self.pos[out.1] = NONE;
         if i < self.heap.len() {
+            self.pos[self.heap[i].1] = i;
             self.sift_down(i);
             self.sift_up(i);
         }
-        out
     }
 
+    /// The earliest live entry: with the root vacant, the earlier of its children.
     fn peek(&self) -> Option<&Entry> {
-        self.heap.first().map(|(e, _)| e)
-    }
-
-    fn pop(&mut self) -> Option<Entry> {
-        if self.heap.is_empty() {
-            None
-        } else {
-            Some(self.remove_at(0).0)
+        if !self.vacant_root {
+            return self.heap.first().map(|(e, _)| e);
+        }
+        match (self.heap.get(1), self.heap.get(2)) {
+            (Some(l), Some(r)) if r.0.key() < l.0.key() => Some(&r.0),
+            (l, _) => l.map(|(e, _)| e),
         }
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.pos[self.heap[a].1] = a;
-        self.pos[self.heap[b].1] = b;
+    /// Take the earliest entry, leaving its place vacant for the next insertion.
+    fn pop(&mut self) -> Option<Entry> {
+        self.fill_root();
+        let &(e, slot) = self.heap.first()?;
+        self.pos[slot] = NONE;
+        self.vacant_root = true;
+        Some(e)
+    }
+
+    fn len(&self) -> usize {
+        self.heap.len() - usize::from(self.vacant_root)
     }
 
     /// Move the entry at `i` towards the root while it is earlier than its parent. Parents
@@ -259,7 +290,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.timers.heap.len() + self.once.len()
+        self.timers.len() + self.once.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -348,5 +379,78 @@ mod tests {
             })
             .collect();
         assert_eq!(got, expect.iter().map(|e| e.2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pops_interleaved_with_posts_match_a_reference() {
+        // Pops leave the root vacant: posts (same CPU or another, new or replacing), cancels,
+        // peeks and one-shot events in between must see exactly the live entries.
+        let mut q = EventQueue::new();
+        let mut reference: std::collections::BTreeMap<(u32, bool), (Ns, u64)> = Default::default();
+        let mut once: Vec<(Ns, u64, u32)> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let (mut seq, mut now) = (0u64, 0 as Ns);
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let cpu = (x % 16) as u32;
+            let at = now + (x >> 8) % 50;
+            match x % 11 {
+                0..=3 => {
+                    let expect = reference
+                        .iter()
+                        .map(|(&(c, b), &(t, s))| (t, s, Some((c, b))))
+                        .chain(once.iter().map(|&(t, s, _)| (t, s, None)))
+                        .min();
+                    assert_eq!(q.peek_time(), expect.map(|e| e.0));
+                    let got = q.pop();
+                    let Some((t, s, which)) = expect else {
+                        assert_eq!(got, None);
+                        continue;
+                    };
+                    let (gt, ev) = got.expect("an event is pending");
+                    assert_eq!(gt, t);
+                    now = t;
+                    match which {
+                        Some(key) => {
+                            reference.remove(&key);
+                            let cpu_of = match ev {
+                                Event::CpuBoundary { cpu, .. } => (cpu, false),
+                                Event::Balance { cpu, .. } => (cpu, true),
+                                other => panic!("unexpected {other:?}"),
+                            };
+                            assert_eq!(cpu_of, key);
+                        }
+                        None => {
+                            let i = once.iter().position(|e| e.1 == s).expect("pending");
+                            assert_eq!(ev, Event::Timer { id: once[i].2 });
+                            once.remove(i);
+                        }
+                    }
+                }
+                4 => {
+                    q.cancel_balance(cpu as usize);
+                    reference.remove(&(cpu, true));
+                }
+                5 => {
+                    seq += 1;
+                    q.push(at, Event::Timer { id: cpu });
+                    once.push((at, seq, cpu));
+                }
+                k => {
+                    seq += 1;
+                    let balance = k % 2 == 0;
+                    let ev = if balance {
+                        Event::Balance { cpu, epoch: 0 }
+                    } else {
+                        Event::CpuBoundary { cpu, epoch: 0 }
+                    };
+                    q.push(at, ev);
+                    reference.insert((cpu, balance), (at, seq));
+                }
+            }
+            assert_eq!(q.len(), reference.len() + once.len());
+        }
     }
 }

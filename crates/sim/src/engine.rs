@@ -105,26 +105,18 @@ impl SlotHeap {
         if self.pos[slot] == NONE && self.vacant_root {
             // A new entry takes the popped root's place.
             self.vacant_root = false;
-            self.heap[0] = (e, slot);
-            self.pos[slot] = 0;
-            self.sift_down(0);
+            self.place_down(0, (e, slot));
             return;
         }
         self.fill_root();
         let i = self.pos[slot];
         if i == NONE {
             self.heap.push((e, slot));
-            let last = self.heap.len() - 1;
-            self.pos[slot] = last;
-            self.sift_up(last);
+            self.place_up(self.heap.len() - 1, (e, slot));
+        } else if e.key() < self.heap[i].0.key() {
+            self.place_up(i, (e, slot));
         } else {
-            let earlier = e.key() < self.heap[i].0.key();
-            self.heap[i].0 = e;
-            if earlier {
-                self.sift_up(i);
-            } else {
-                self.sift_down(i);
-            }
+            self.place_down(i, (e, slot));
         }
     }
 
@@ -147,13 +139,18 @@ impl SlotHeap {
         }
     }
 
+    /// Remove the entry at `i`: the last entry fills the hole, moving up or down.
     fn remove_at(&mut self, i: usize) {
-        let out = self.heap.swap_remove(i);
-        self.pos[out.1] = NONE;
-        if i < self.heap.len() {
-            self.pos[self.heap[i].1] = i;
-            self.sift_down(i);
-            self.sift_up(i);
+        let last = self.heap.pop().expect("non-empty");
+        if i == self.heap.len() {
+            self.pos[last.1] = NONE;
+            return;
+        }
+        self.pos[self.heap[i].1] = NONE;
+        if i > 0 && last.0.key() < self.heap[(i - 1) / 2].0.key() {
+            self.place_up(i, last);
+        } else {
+            self.place_down(i, last);
         }
     }
 
@@ -181,10 +178,11 @@ impl SlotHeap {
         self.heap.len() - usize::from(self.vacant_root)
     }
 
-    /// Move the entry at `i` towards the root while it is earlier than its parent. Parents
-    /// shift down into the hole; the entry is written once, at its final place.
-    fn sift_up(&mut self, mut i: usize) {
-        let moving = self.heap[i];
+    /// Put `moving` in the hole at `i`, moved towards the root while it is earlier than its
+    /// parent. Parents shift down into the hole; the entry is written once, at its final
+    /// place, and is passed by value rather than read back from the heap (a store just made
+    /// and loaded again in other widths stalls the load).
+    fn place_up(&mut self, mut i: usize, moving: (Entry, usize)) {
         let key = moving.0.key();
         while i > 0 {
             let parent = (i - 1) / 2;
@@ -199,10 +197,9 @@ impl SlotHeap {
         self.pos[moving.1] = i;
     }
 
-    /// Move the entry at `i` towards the leaves while a child is earlier.
-    fn sift_down(&mut self, mut i: usize) {
+    /// Put `moving` in the hole at `i`, moved towards the leaves while a child is earlier.
+    fn place_down(&mut self, mut i: usize, moving: (Entry, usize)) {
         let n = self.heap.len();
-        let moving = self.heap[i];
         let key = moving.0.key();
         loop {
             let l = 2 * i + 1;

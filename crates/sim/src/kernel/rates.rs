@@ -426,7 +426,8 @@ impl Kernel {
             return;
         }
         self.next_refresh_at = self.now.saturating_add(self.contention_period);
-        let mut s = std::mem::take(&mut self.refresh_scratch);
+        // Boxed: taking it out moves a pointer, not the scratch's few hundred bytes.
+        let mut s = self.refresh_scratch.take().unwrap_or_default();
         self.widen_dirty(&mut s.tmp, &mut s.was_tight);
         self.cx.take_dirty(&mut s.cpus);
         self.contention_dirty = false;
@@ -451,7 +452,7 @@ impl Kernel {
             self.set_rate_with(t, false);
             self.post_boundary(c, t);
         }
-        self.refresh_scratch = s;
+        self.refresh_scratch = Some(s);
         // Settling a first touch can place a page group and so mark its process's threads
         // for the next refresh.
         self.contention_dirty = self.cx.has_dirty();

@@ -34,15 +34,25 @@ pub enum Event {
 }
 
 impl Event {
-    /// The per-CPU timer slot this event occupies, if it is one.
-    fn slot(self) -> Option<usize> {
+    /// The per-CPU timer slot this event occupies and its epoch, if it is one.
+    fn slot(self) -> Option<(usize, u32)> {
         match self {
-            Event::CpuBoundary { cpu, .. } => Some(2 * cpu as usize),
-            Event::Balance { cpu, .. } => Some(2 * cpu as usize + 1),
+            Event::CpuBoundary { cpu, epoch } => Some((2 * cpu as usize, epoch)),
+            Event::Balance { cpu, epoch } => Some((2 * cpu as usize + 1, epoch)),
             Event::Wake { .. }
             | Event::Timer { .. }
             | Event::SchedTimer
             | Event::ContentionRefresh => None,
+        }
+    }
+
+    /// The per-CPU timer of `slot` posted with `epoch` ([`Event::slot`] backwards).
+    fn of_slot(slot: u32, epoch: u32) -> Event {
+        let cpu = slot / 2;
+        if slot % 2 == 0 {
+            Event::CpuBoundary { cpu, epoch }
+        } else {
+            Event::Balance { cpu, epoch }
         }
     }
 }
@@ -78,6 +88,28 @@ impl Ord for Entry {
     }
 }
 
+/// A per-CPU timer in the heap: its key, slot and epoch, all plain words (the event is
+/// rebuilt from the slot when popped). Built from scalars rather than copied from an
+/// `Event`, whose 4-byte fields, just stored by the caller, would be loaded back as wider
+/// words (a store-forwarding stall on every post).
+#[derive(Clone, Copy, Debug)]
+struct TimerEntry {
+    time: Ns,
+    seq: u64,
+    slot: u32,
+    epoch: u32,
+}
+
+impl TimerEntry {
+    fn key(&self) -> (Ns, u64) {
+        (self.time, self.seq)
+    }
+
+    fn slot(&self) -> usize {
+        self.slot as usize
+    }
+}
+
 /// A binary min-heap of per-CPU timer slots, each slot present at most once; `pos[slot]` is
 /// its index in `heap` (or `NONE`), so a slot's entry is replaced or removed in O(log n).
 ///
@@ -89,7 +121,7 @@ impl Ord for Entry {
 /// so the order of pops (keys are unique), are the same either way.
 #[derive(Debug, Default)]
 struct SlotHeap {
-    heap: Vec<(Entry, usize)>,
+    heap: Vec<TimerEntry>,
     pos: Vec<usize>,
     /// `heap[0]` is a popped entry awaiting removal (its slot's `pos` is already `NONE`).
     vacant_root: bool,
@@ -98,25 +130,26 @@ struct SlotHeap {
 const NONE: usize = usize::MAX;
 
 impl SlotHeap {
-    fn set(&mut self, slot: usize, e: Entry) {
+    fn set(&mut self, e: TimerEntry) {
+        let slot = e.slot();
         if slot >= self.pos.len() {
             self.pos.resize(slot + 1, NONE);
         }
         if self.pos[slot] == NONE && self.vacant_root {
             // A new entry takes the popped root's place.
             self.vacant_root = false;
-            self.place_down(0, (e, slot));
+            self.place_down(0, e);
             return;
         }
         self.fill_root();
         let i = self.pos[slot];
         if i == NONE {
-            self.heap.push((e, slot));
-            self.place_up(self.heap.len() - 1, (e, slot));
-        } else if e.key() < self.heap[i].0.key() {
-            self.place_up(i, (e, slot));
+            self.heap.push(e);
+            self.place_up(self.heap.len() - 1, e);
+        } else if e.key() < self.heap[i].key() {
+            self.place_up(i, e);
         } else {
-            self.place_down(i, (e, slot));
+            self.place_down(i, e);
         }
     }
 
@@ -143,11 +176,11 @@ impl SlotHeap {
     fn remove_at(&mut self, i: usize) {
         let last = self.heap.pop().expect("non-empty");
         if i == self.heap.len() {
-            self.pos[last.1] = NONE;
+            self.pos[last.slot()] = NONE;
             return;
         }
-        self.pos[self.heap[i].1] = NONE;
-        if i > 0 && last.0.key() < self.heap[(i - 1) / 2].0.key() {
+        self.pos[self.heap[i].slot()] = NONE;
+        if i > 0 && last.key() < self.heap[(i - 1) / 2].key() {
             self.place_up(i, last);
         } else {
             self.place_down(i, last);
@@ -155,21 +188,21 @@ impl SlotHeap {
     }
 
     /// The earliest live entry: with the root vacant, the earlier of its children.
-    fn peek(&self) -> Option<&Entry> {
+    fn peek(&self) -> Option<&TimerEntry> {
         if !self.vacant_root {
-            return self.heap.first().map(|(e, _)| e);
+            return self.heap.first();
         }
         match (self.heap.get(1), self.heap.get(2)) {
-            (Some(l), Some(r)) if r.0.key() < l.0.key() => Some(&r.0),
-            (l, _) => l.map(|(e, _)| e),
+            (Some(l), Some(r)) if r.key() < l.key() => Some(r),
+            (l, _) => l,
         }
     }
 
     /// Take the earliest entry, leaving its place vacant for the next insertion.
-    fn pop(&mut self) -> Option<Entry> {
+    fn pop(&mut self) -> Option<TimerEntry> {
         self.fill_root();
-        let &(e, slot) = self.heap.first()?;
-        self.pos[slot] = NONE;
+        let &e = self.heap.first()?;
+        self.pos[e.slot()] = NONE;
         self.vacant_root = true;
         Some(e)
     }
@@ -182,45 +215,45 @@ impl SlotHeap {
     /// parent. Parents shift down into the hole; the entry is written once, at its final
     /// place, and is passed by value rather than read back from the heap (a store just made
     /// and loaded again in other widths stalls the load).
-    fn place_up(&mut self, mut i: usize, moving: (Entry, usize)) {
-        let key = moving.0.key();
+    fn place_up(&mut self, mut i: usize, moving: TimerEntry) {
+        let key = moving.key();
         while i > 0 {
             let parent = (i - 1) / 2;
-            if key >= self.heap[parent].0.key() {
+            if key >= self.heap[parent].key() {
                 break;
             }
             self.heap[i] = self.heap[parent];
-            self.pos[self.heap[i].1] = i;
+            self.pos[self.heap[i].slot()] = i;
             i = parent;
         }
         self.heap[i] = moving;
-        self.pos[moving.1] = i;
+        self.pos[moving.slot()] = i;
     }
 
     /// Put `moving` in the hole at `i`, moved towards the leaves while a child is earlier.
-    fn place_down(&mut self, mut i: usize, moving: (Entry, usize)) {
+    fn place_down(&mut self, mut i: usize, moving: TimerEntry) {
         let n = self.heap.len();
-        let key = moving.0.key();
+        let key = moving.key();
         loop {
             let l = 2 * i + 1;
             if l >= n {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.heap[r].0.key() < self.heap[l].0.key() {
+            let c = if r < n && self.heap[r].key() < self.heap[l].key() {
                 r
             } else {
                 l
             };
-            if self.heap[c].0.key() >= key {
+            if self.heap[c].key() >= key {
                 break;
             }
             self.heap[i] = self.heap[c];
-            self.pos[self.heap[i].1] = i;
+            self.pos[self.heap[i].slot()] = i;
             i = c;
         }
         self.heap[i] = moving;
-        self.pos[moving.1] = i;
+        self.pos[moving.slot()] = i;
     }
 }
 
@@ -245,14 +278,15 @@ impl EventQueue {
     /// that CPU.
     pub fn push(&mut self, time: Ns, event: Event) {
         self.seq += 1;
-        let e = Entry {
-            time,
-            seq: self.seq,
-            event,
-        };
+        let seq = self.seq;
         match event.slot() {
-            Some(slot) => self.timers.set(slot, e),
-            None => self.once.push(e),
+            Some((slot, epoch)) => self.timers.set(TimerEntry {
+                time,
+                seq,
+                slot: slot as u32,
+                epoch,
+            }),
+            None => self.once.push(Entry { time, seq, event }),
         }
     }
 
@@ -268,13 +302,15 @@ impl EventQueue {
             (None, Some(_)) => false,
             (Some(a), Some(b)) => a.key() < b.key(),
         };
-        let e = if from_timers {
-            self.timers.pop()
+        let (time, event) = if from_timers {
+            let e = self.timers.pop()?;
+            (e.time, Event::of_slot(e.slot, e.epoch))
         } else {
-            self.once.pop()
-        }?;
+            let e = self.once.pop()?;
+            (e.time, e.event)
+        };
         self.popped += 1;
-        Some((e.time, e.event))
+        Some((time, event))
     }
 
     pub fn peek_time(&self) -> Option<Ns> {

@@ -639,7 +639,11 @@ impl Kernel {
         };
         self.counters.contention_iterations += u64::from(iterations);
         if !s.moved.is_empty() {
-            self.cx.users_of(&s.moved, &mut s.tmp);
+            // `s.tmp` holds the users of the solved nodes; when every one of them moved (the
+            // usual case) it is already the list wanted.
+            if s.moved.len() < s.nodes.len() {
+                self.cx.users_of(&s.moved, &mut s.tmp);
+            }
             s.rerate.extend_from_slice(&s.tmp);
         }
     }

@@ -34,15 +34,25 @@ pub enum Event {
 }
 
 impl Event {
-    /// The per-CPU timer slot this event occupies, if it is one.
-    fn slot(self) -> Option<usize> {
+    /// The per-CPU timer slot this event occupies and its epoch, if it is one.
+    fn slot(self) -> Option<(usize, u32)> {
         match self {
-            Event::CpuBoundary { cpu, .. } => Some(2 * cpu as usize),
-            Event::Balance { cpu, .. } => Some(2 * cpu as usize + 1),
+            Event::CpuBoundary { cpu, epoch } => Some((2 * cpu as usize, epoch)),
+            Event::Balance { cpu, epoch } => Some((2 * cpu as usize + 1, epoch)),
             Event::Wake { .. }
             | Event::Timer { .. }
             | Event::SchedTimer
             | Event::ContentionRefresh => None,
+        }
+    }
+
+    /// The per-CPU timer of `slot` posted with `epoch` ([`Event::slot`] backwards).
+    fn of_slot(slot: u32, epoch: u32) -> Event {
+        let cpu = slot / 2;
+        if slot % 2 == 0 {
+            Event::CpuBoundary { cpu, epoch }
+        } else {
+            Event::Balance { cpu, epoch }
         }
     }
 }
@@ -78,35 +88,68 @@ impl Ord for Entry {
     }
 }
 
+/// A per-CPU timer in the heap: its key, slot and epoch, all plain words (the event is
+/// rebuilt from the slot when popped). Built from scalars rather than copied from an
+/// `Event`, whose 4-byte fields, just stored by the caller, would be loaded back as wider
+/// words (a store-forwarding stall on every post).
+#[derive(Clone, Copy, Debug)]
+struct TimerEntry {
+    time: Ns,
+    seq: u64,
+    slot: u32,
+    epoch: u32,
+}
+
+impl TimerEntry {
+    fn key(&self) -> (Ns, u64) {
+        (self.time, self.seq)
+    }
+
+    fn slot(&self) -> usize {
+        self.slot as usize
+    }
+}
+
 /// A binary min-heap of per-CPU timer slots, each slot present at most once; `pos[slot]` is
 /// its index in `heap` (or `NONE`), so a slot's entry is replaced or removed in O(log n).
+///
+/// Popping leaves the root *vacant* instead of moving the last entry up at once: nearly
+/// always the handler of the popped event posts the next timer of the same CPU (a new chunk,
+/// the next balance tick) before anything else touches the heap, and that entry then takes
+/// the root's place with one sift down, where removing and inserting cost a sift down and a
+/// sift up. Any other operation first fills the root the ordinary way. The live entries, and
+/// so the order of pops (keys are unique), are the same either way.
 #[derive(Debug, Default)]
 struct SlotHeap {
-    heap: Vec<(Entry, usize)>,
+    heap: Vec<TimerEntry>,
     pos: Vec<usize>,
+    /// `heap[0]` is a popped entry awaiting removal (its slot's `pos` is already `NONE`).
+    vacant_root: bool,
 }
 
 const NONE: usize = usize::MAX;
 
 impl SlotHeap {
-    fn set(&mut self, slot: usize, e: Entry) {
+    fn set(&mut self, e: TimerEntry) {
+        let slot = e.slot();
         if slot >= self.pos.len() {
             self.pos.resize(slot + 1, NONE);
         }
+        if self.pos[slot] == NONE && self.vacant_root {
+            // A new entry takes the popped root's place.
+            self.vacant_root = false;
+            self.place_down(0, e);
+            return;
+        }
+        self.fill_root();
         let i = self.pos[slot];
         if i == NONE {
-            self.heap.push((e, slot));
-            let last = self.heap.len() - 1;
-            self.pos[slot] = last;
-            self.sift_up(last);
+            self.heap.push(e);
+            self.place_up(self.heap.len() - 1, e);
+        } else if e.key() < self.heap[i].key() {
+            self.place_up(i, e);
         } else {
-            let earlier = e.key() < self.heap[i].0.key();
-            self.heap[i].0 = e;
-            if earlier {
-                self.sift_up(i);
-            } else {
-                self.sift_down(i);
-            }
+            self.place_down(i, e);
         }
     }
 
@@ -117,82 +160,100 @@ impl SlotHeap {
         if i == NONE {
             return;
         }
-        self.remove_at(i);
+        self.fill_root();
+        // Filling the root may have moved the entry.
+        self.remove_at(self.pos[slot]);
     }
 
-    fn remove_at(&mut self, i: usize) -> (Entry, usize) {
-        let last = self.heap.len() - 1;
-        self.swap(i, last);
-        let out = self.heap.pop().expect("non-empty");
-        self.pos[out.1] = NONE;
-        if i < self.heap.len() {
-            self.sift_down(i);
-            self.sift_up(i);
+    /// Remove a popped root left vacant, if any: the last entry takes its place.
+    fn fill_root(&mut self) {
+        if std::mem::take(&mut self.vacant_root) {
+            self.remove_at(0);
         }
-        out
     }
 
-    fn peek(&self) -> Option<&Entry> {
-        self.heap.first().map(|(e, _)| e)
-    }
-
-    fn pop(&mut self) -> Option<Entry> {
-        if self.heap.is_empty() {
-            None
+    /// Remove the entry at `i`: the last entry fills the hole, moving up or down.
+    fn remove_at(&mut self, i: usize) {
+        let last = self.heap.pop().expect("non-empty");
+        if i == self.heap.len() {
+            self.pos[last.slot()] = NONE;
+            return;
+        }
+        self.pos[self.heap[i].slot()] = NONE;
+        if i > 0 && last.key() < self.heap[(i - 1) / 2].key() {
+            self.place_up(i, last);
         } else {
-            Some(self.remove_at(0).0)
+            self.place_down(i, last);
         }
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.pos[self.heap[a].1] = a;
-        self.pos[self.heap[b].1] = b;
+    /// The earliest live entry: with the root vacant, the earlier of its children.
+    fn peek(&self) -> Option<&TimerEntry> {
+        if !self.vacant_root {
+            return self.heap.first();
+        }
+        match (self.heap.get(1), self.heap.get(2)) {
+            (Some(l), Some(r)) if r.key() < l.key() => Some(r),
+            (l, _) => l,
+        }
     }
 
-    /// Move the entry at `i` towards the root while it is earlier than its parent. Parents
-    /// shift down into the hole; the entry is written once, at its final place.
-    fn sift_up(&mut self, mut i: usize) {
-        let moving = self.heap[i];
-        let key = moving.0.key();
+    /// Take the earliest entry, leaving its place vacant for the next insertion.
+    fn pop(&mut self) -> Option<TimerEntry> {
+        self.fill_root();
+        let &e = self.heap.first()?;
+        self.pos[e.slot()] = NONE;
+        self.vacant_root = true;
+        Some(e)
+    }
+
+    fn len(&self) -> usize {
+        self.heap.len() - usize::from(self.vacant_root)
+    }
+
+    /// Put `moving` in the hole at `i`, moved towards the root while it is earlier than its
+    /// parent. Parents shift down into the hole; the entry is written once, at its final
+    /// place, and is passed by value rather than read back from the heap (a store just made
+    /// and loaded again in other widths stalls the load).
+    fn place_up(&mut self, mut i: usize, moving: TimerEntry) {
+        let key = moving.key();
         while i > 0 {
             let parent = (i - 1) / 2;
-            if key >= self.heap[parent].0.key() {
+            if key >= self.heap[parent].key() {
                 break;
             }
             self.heap[i] = self.heap[parent];
-            self.pos[self.heap[i].1] = i;
+            self.pos[self.heap[i].slot()] = i;
             i = parent;
         }
         self.heap[i] = moving;
-        self.pos[moving.1] = i;
+        self.pos[moving.slot()] = i;
     }
 
-    /// Move the entry at `i` towards the leaves while a child is earlier.
-    fn sift_down(&mut self, mut i: usize) {
+    /// Put `moving` in the hole at `i`, moved towards the leaves while a child is earlier.
+    fn place_down(&mut self, mut i: usize, moving: TimerEntry) {
         let n = self.heap.len();
-        let moving = self.heap[i];
-        let key = moving.0.key();
+        let key = moving.key();
         loop {
             let l = 2 * i + 1;
             if l >= n {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.heap[r].0.key() < self.heap[l].0.key() {
+            let c = if r < n && self.heap[r].key() < self.heap[l].key() {
                 r
             } else {
                 l
             };
-            if self.heap[c].0.key() >= key {
+            if self.heap[c].key() >= key {
                 break;
             }
             self.heap[i] = self.heap[c];
-            self.pos[self.heap[i].1] = i;
+            self.pos[self.heap[i].slot()] = i;
             i = c;
         }
         self.heap[i] = moving;
-        self.pos[moving.1] = i;
+        self.pos[moving.slot()] = i;
     }
 }
 
@@ -217,14 +278,15 @@ impl EventQueue {
     /// that CPU.
     pub fn push(&mut self, time: Ns, event: Event) {
         self.seq += 1;
-        let e = Entry {
-            time,
-            seq: self.seq,
-            event,
-        };
+        let seq = self.seq;
         match event.slot() {
-            Some(slot) => self.timers.set(slot, e),
-            None => self.once.push(e),
+            Some((slot, epoch)) => self.timers.set(TimerEntry {
+                time,
+                seq,
+                slot: slot as u32,
+                epoch,
+            }),
+            None => self.once.push(Entry { time, seq, event }),
         }
     }
 
@@ -240,13 +302,15 @@ impl EventQueue {
             (None, Some(_)) => false,
             (Some(a), Some(b)) => a.key() < b.key(),
         };
-        let e = if from_timers {
-            self.timers.pop()
+        let (time, event) = if from_timers {
+            let e = self.timers.pop()?;
+            (e.time, Event::of_slot(e.slot, e.epoch))
         } else {
-            self.once.pop()
-        }?;
+            let e = self.once.pop()?;
+            (e.time, e.event)
+        };
         self.popped += 1;
-        Some((e.time, e.event))
+        Some((time, event))
     }
 
     pub fn peek_time(&self) -> Option<Ns> {
@@ -259,7 +323,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.timers.heap.len() + self.once.len()
+        self.timers.len() + self.once.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -348,5 +412,78 @@ mod tests {
             })
             .collect();
         assert_eq!(got, expect.iter().map(|e| e.2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pops_interleaved_with_posts_match_a_reference() {
+        // Pops leave the root vacant: posts (same CPU or another, new or replacing), cancels,
+        // peeks and one-shot events in between must see exactly the live entries.
+        let mut q = EventQueue::new();
+        let mut reference: std::collections::BTreeMap<(u32, bool), (Ns, u64)> = Default::default();
+        let mut once: Vec<(Ns, u64, u32)> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let (mut seq, mut now) = (0u64, 0 as Ns);
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let cpu = (x % 16) as u32;
+            let at = now + (x >> 8) % 50;
+            match x % 11 {
+                0..=3 => {
+                    let expect = reference
+                        .iter()
+                        .map(|(&(c, b), &(t, s))| (t, s, Some((c, b))))
+                        .chain(once.iter().map(|&(t, s, _)| (t, s, None)))
+                        .min();
+                    assert_eq!(q.peek_time(), expect.map(|e| e.0));
+                    let got = q.pop();
+                    let Some((t, s, which)) = expect else {
+                        assert_eq!(got, None);
+                        continue;
+                    };
+                    let (gt, ev) = got.expect("an event is pending");
+                    assert_eq!(gt, t);
+                    now = t;
+                    match which {
+                        Some(key) => {
+                            reference.remove(&key);
+                            let cpu_of = match ev {
+                                Event::CpuBoundary { cpu, .. } => (cpu, false),
+                                Event::Balance { cpu, .. } => (cpu, true),
+                                other => panic!("unexpected {other:?}"),
+                            };
+                            assert_eq!(cpu_of, key);
+                        }
+                        None => {
+                            let i = once.iter().position(|e| e.1 == s).expect("pending");
+                            assert_eq!(ev, Event::Timer { id: once[i].2 });
+                            once.remove(i);
+                        }
+                    }
+                }
+                4 => {
+                    q.cancel_balance(cpu as usize);
+                    reference.remove(&(cpu, true));
+                }
+                5 => {
+                    seq += 1;
+                    q.push(at, Event::Timer { id: cpu });
+                    once.push((at, seq, cpu));
+                }
+                k => {
+                    seq += 1;
+                    let balance = k % 2 == 0;
+                    let ev = if balance {
+                        Event::Balance { cpu, epoch: 0 }
+                    } else {
+                        Event::CpuBoundary { cpu, epoch: 0 }
+                    };
+                    q.push(at, ev);
+                    reference.insert((cpu, balance), (at, seq));
+                }
+            }
+            assert_eq!(q.len(), reference.len() + once.len());
+        }
     }
 }

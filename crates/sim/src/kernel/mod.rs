@@ -259,7 +259,7 @@ pub struct Kernel {
     /// What the contention refresh saw on each CPU and which CPUs changed since
     /// (`contention.rs`).
     cx: contention::ContentionIndex,
-    refresh_scratch: rates::RefreshScratch,
+    refresh_scratch: Option<Box<rates::RefreshScratch>>,
     /// Per-node fractions of a region while a cost decomposition is built (`rates.rs`).
     frac_scratch: Vec<f64>,
     rng: ChaCha8Rng,
@@ -434,7 +434,7 @@ impl Kernel {
             next_refresh_at: 0,
             refresh_posted: false,
             cx: contention::ContentionIndex::new(nr_cpus, topo_nodes, nr_llc),
-            refresh_scratch: rates::RefreshScratch::default(),
+            refresh_scratch: None,
             frac_scratch: Vec::new(),
             rng: seeds.stream("workload", 0),
             seq: 0,

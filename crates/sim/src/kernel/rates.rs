@@ -426,7 +426,8 @@ impl Kernel {
             return;
         }
         self.next_refresh_at = self.now.saturating_add(self.contention_period);
-        let mut s = std::mem::take(&mut self.refresh_scratch);
+        // Boxed: taking it out moves a pointer, not the scratch's few hundred bytes.
+        let mut s = self.refresh_scratch.take().unwrap_or_default();
         self.widen_dirty(&mut s.tmp, &mut s.was_tight);
         self.cx.take_dirty(&mut s.cpus);
         self.contention_dirty = false;
@@ -451,7 +452,7 @@ impl Kernel {
             self.set_rate_with(t, false);
             self.post_boundary(c, t);
         }
-        self.refresh_scratch = s;
+        self.refresh_scratch = Some(s);
         // Settling a first touch can place a page group and so mark its process's threads
         // for the next refresh.
         self.contention_dirty = self.cx.has_dirty();
@@ -612,34 +613,63 @@ impl Kernel {
 
     /// Solve the fixed point on `s.nodes` (closed under the demands) and add the CPUs that
     /// depend on a factor that moved to `s.rerate`.
+    ///
+    /// The memo's key is built from the registrations (fingerprint and nodes, the values
+    /// their decompositions had when registered, which a change of decomposition re-marks),
+    /// so a recalled solve reads neither the decompositions nor a copy of the factors: the
+    /// recalled factors are written into the kernel's directly.
     fn solve_changed(&mut self, s: &mut RefreshScratch) {
         if s.nodes.is_empty() {
             return;
         }
         self.cx.users_of(&s.nodes, &mut s.tmp);
-        let mut demands = recycle(std::mem::take(&mut s.demands));
-        demands.extend(
-            s.tmp
-                .iter()
-                .filter_map(|&c| self.cx.reg(c).filter(|r| r.demand))
-                .filter_map(|r| self.tasks[r.task].op_cache.as_ref().map(|o| &o.op)),
-        );
         // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
-        s.q.clone_from(&self.q);
-        s.key.build(&s.nodes, &s.q, &demands);
-        let iterations = match s.memo.recall(&s.key, &s.nodes, &mut s.q) {
+        let cx = &self.cx;
+        let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
+        s.key
+            .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
+        s.moved.clear();
+        let iterations = match s
+            .memo
+            .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved)
+        {
             Some(iterations) => iterations,
-            None => {
-                let iterations =
-                    cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
-                s.memo.store(&s.key, &s.nodes, &s.q, iterations);
-                iterations
-            }
+            None => self.solve_anew(s),
         };
         self.counters.contention_iterations += u64::from(iterations);
+        if !s.moved.is_empty() {
+            // `s.tmp` holds the users of the solved nodes; when every one of them moved (the
+            // usual case) it is already the list wanted.
+            if s.moved.len() < s.nodes.len() {
+                self.cx.users_of(&s.moved, &mut s.tmp);
+            }
+            s.rerate.extend_from_slice(&s.tmp);
+        }
+    }
+
+    /// The solve of [`Kernel::solve_changed`] that the memo did not hold (`s.tmp`: the CPUs
+    /// using its nodes): solved from the kernel's factors, stored, and made the kernel's,
+    /// the nodes whose factors moved in `s.moved`. Returns its iterations.
+    fn solve_anew(&mut self, s: &mut RefreshScratch) -> u32 {
+        let mut demands = recycle(std::mem::take(&mut s.demands));
+        for &c in &s.tmp {
+            let Some(r) = self.cx.reg(c).filter(|r| r.demand) else {
+                continue;
+            };
+            let op = &self.tasks[r.task]
+                .op_cache
+                .as_ref()
+                .expect("a registered demand has its decomposition")
+                .op;
+            debug_assert!(op.fp == r.fp && op.nz == r.nz, "registration out of date");
+            demands.push(op);
+        }
+        s.q.clone_from(&self.q);
+        let iterations =
+            cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
+        s.memo.store(&s.key, &s.nodes, &s.q, iterations);
         s.demands = recycle(demands);
-        s.moved.clear();
         for &j in &s.nodes {
             let same = s.q.local[j].to_bits() == self.q.local[j].to_bits()
                 && s.q.remote[j].to_bits() == self.q.remote[j].to_bits();
@@ -648,10 +678,7 @@ impl Kernel {
             }
         }
         std::mem::swap(&mut self.q, &mut s.q);
-        if !s.moved.is_empty() {
-            self.cx.users_of(&s.moved, &mut s.tmp);
-            s.rerate.extend_from_slice(&s.tmp);
-        }
+        iterations
     }
 
     /// Check the incremental contention state against a recomputation from scratch: every

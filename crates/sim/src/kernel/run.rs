@@ -136,7 +136,12 @@ impl Kernel {
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.rq_changed(cpu);
             self.tasks[t].last_ran = self.now;
-            if let Some(llc) = self.tasks[t].last_llc {
+            // The marks are read only when the task comes back in a memory phase
+            // (`charge_refill_after_turns`), which is the phase it leaves in: a task off its
+            // CPU does not advance. Others (the message passers) skip the loads.
+            if let Some(llc) = self.tasks[t].last_llc
+                && self.tasks[t].work == PhaseWork::MemOps
+            {
                 let touched = self.procs[self.tasks[t].pid].touched;
                 let task = &mut self.tasks[t];
                 task.llc_mark = self.llc_touched[llc];
@@ -358,9 +363,14 @@ impl Kernel {
     /// of its run, like the cold cache after a move.
     fn charge_refill_after_turns(&mut self, t: TaskId, cpu: CpuId, llc: usize) {
         let task = &self.tasks[t];
+        // Checked first: most tasks switched in are not in a memory phase, and their marks
+        // are not kept (`put_curr`).
+        if task.work != PhaseWork::MemOps {
+            return;
+        }
         let own = self.procs[task.pid].touched - task.proc_mark;
         let others = self.llc_touched[llc] - task.llc_mark - own;
-        if others <= 0.0 || task.work != PhaseWork::MemOps {
+        if others <= 0.0 {
             return;
         }
         let Some(c) = task.op_cache.as_ref().filter(|c| c.pc == task.pc) else {

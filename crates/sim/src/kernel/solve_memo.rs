@@ -14,7 +14,7 @@
 //! refresh identifies it: by its decomposition's fingerprint (which covers its CPU's node,
 //! base time, stall coefficients and traffic) and its nodes.
 
-use super::cost::{Contention, LinearOp};
+use super::cost::Contention;
 use topo::NodeId;
 
 /// Entries of the memo (direct-mapped: an entry replaces the one at its hash's place).
@@ -29,17 +29,29 @@ pub(super) struct SolveKey {
 }
 
 impl SolveKey {
-    /// The key of solving `nodes` from `q` with `demands`.
-    pub fn build(&mut self, nodes: &[NodeId], q: &Contention, demands: &[&LinearOp]) {
+    /// The key of solving `nodes` from `q` with `demands`, each given by its fingerprint and
+    /// nodes (as registered: the same values as its decomposition's `fp` and `nz`).
+    pub fn build<'a>(
+        &mut self,
+        nodes: &[NodeId],
+        q: &Contention,
+        demands: impl Iterator<Item = (u64, &'a [NodeId])>,
+    ) {
         let w = &mut self.words;
         w.clear();
         w.push(nodes.len() as u64);
+        // Word by word: `extend` from a short array calls `memcpy`, slower than the stores.
         for &j in nodes {
-            w.extend([j as u64, q.local[j].to_bits(), q.remote[j].to_bits()]);
+            w.push(j as u64);
+            w.push(q.local[j].to_bits());
+            w.push(q.remote[j].to_bits());
         }
-        for d in demands {
-            w.extend([d.fp, d.nz.len() as u64]);
-            w.extend(d.nz.iter().map(|&j| j as u64));
+        for (fp, nz) in demands {
+            w.push(fp);
+            w.push(nz.len() as u64);
+            for &j in nz {
+                w.push(j as u64);
+            }
         }
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for &x in w.iter() {
@@ -68,17 +80,29 @@ impl SolveMemo {
         (key.hash as usize) % SLOTS
     }
 
-    /// The solve of `key` if it was stored: its factors written into `q` for the key's
-    /// `nodes` (the other factors are left as they are, as a solve leaves them), and its
-    /// iterations.
-    pub fn recall(&self, key: &SolveKey, nodes: &[NodeId], q: &mut Contention) -> Option<u32> {
+    /// The solve of `key` if it was stored: its factors written into `q`, the factors it
+    /// would start from, for the key's `nodes` (the other factors are left as they are, as
+    /// a solve leaves them), the nodes whose factors change (bit for bit) added to `moved`
+    /// in the order of `nodes`; and its iterations.
+    pub fn recall_moved(
+        &self,
+        key: &SolveKey,
+        nodes: &[NodeId],
+        q: &mut Contention,
+        moved: &mut Vec<NodeId>,
+    ) -> Option<u32> {
         let e = self.slots.get(self.slot(key))?;
         if e.key != key.words {
             return None;
         }
         for (i, &j) in nodes.iter().enumerate() {
-            q.local[j] = e.factors[2 * i];
-            q.remote[j] = e.factors[2 * i + 1];
+            let (local, remote) = (e.factors[2 * i], e.factors[2 * i + 1]);
+            if local.to_bits() != q.local[j].to_bits() || remote.to_bits() != q.remote[j].to_bits()
+            {
+                moved.push(j);
+            }
+            q.local[j] = local;
+            q.remote[j] = remote;
         }
         Some(e.iterations)
     }
@@ -102,6 +126,7 @@ impl SolveMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::cost::LinearOp;
 
     fn demand(fp: u64, nz: Vec<NodeId>) -> LinearOp {
         LinearOp {
@@ -109,6 +134,10 @@ mod tests {
             nz,
             ..Default::default()
         }
+    }
+
+    fn pairs<'a>(ops: &'a [&'a LinearOp]) -> impl Iterator<Item = (u64, &'a [NodeId])> {
+        ops.iter().map(|d| (d.fp, d.nz.as_slice()))
     }
 
     #[test]
@@ -120,22 +149,44 @@ mod tests {
         solved.remote[1] = 2.25;
         let mut memo = SolveMemo::default();
         let mut key = SolveKey::default();
-        key.build(&[0, 1], &start, &[&a, &b]);
+        key.build(&[0, 1], &start, pairs(&[&a, &b]));
         memo.store(&key, &[0, 1], &solved, 4);
 
         let mut q = Contention::idle(2);
-        assert_eq!(memo.recall(&key, &[0, 1], &mut q), Some(4));
+        let mut changed = Vec::new();
+        assert_eq!(
+            memo.recall_moved(&key, &[0, 1], &mut q, &mut changed),
+            Some(4)
+        );
         assert_eq!(q, solved);
+        // Node 0's local and node 1's remote factor moved.
+        assert_eq!(changed, vec![0, 1]);
+        changed.clear();
+        assert_eq!(
+            memo.recall_moved(&key, &[0, 1], &mut q, &mut changed),
+            Some(4)
+        );
+        assert!(changed.is_empty());
 
         // Another order of the same demands, another start or another demand: not recalled.
         let mut other = SolveKey::default();
-        other.build(&[0, 1], &start, &[&b, &a]);
-        assert_eq!(memo.recall(&other, &[0, 1], &mut q), None);
+        other.build(&[0, 1], &start, pairs(&[&b, &a]));
+        assert_eq!(
+            memo.recall_moved(&other, &[0, 1], &mut q, &mut changed),
+            None
+        );
         let mut moved = start.clone();
         moved.local[1] = f64::from_bits(1.0f64.to_bits() + 1);
-        other.build(&[0, 1], &moved, &[&a, &b]);
-        assert_eq!(memo.recall(&other, &[0, 1], &mut q), None);
-        other.build(&[0, 1], &start, &[&a, &demand(8, vec![0, 1])]);
-        assert_eq!(memo.recall(&other, &[0, 1], &mut q), None);
+        other.build(&[0, 1], &moved, pairs(&[&a, &b]));
+        assert_eq!(
+            memo.recall_moved(&other, &[0, 1], &mut q, &mut changed),
+            None
+        );
+        let c = demand(8, vec![0, 1]);
+        other.build(&[0, 1], &start, pairs(&[&a, &c]));
+        assert_eq!(
+            memo.recall_moved(&other, &[0, 1], &mut q, &mut changed),
+            None
+        );
     }
 }

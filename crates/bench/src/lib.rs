@@ -20,6 +20,7 @@ pub mod overhead;
 pub mod probe;
 pub mod refill;
 pub mod report;
+pub mod turn_refill;
 pub mod turns;
 pub mod worker;
 

@@ -98,6 +98,9 @@ pub struct ProbeResult {
     /// What one evicted line of a random-access buffer costs to fetch again (`None`: no
     /// knee). [`crate::refill`].
     pub refill: Option<crate::refill::Refill>,
+    /// What a job's line costs to fetch again after another job's turn on its CPU.
+    /// [`crate::turn_refill`].
+    pub turn_refill: Option<crate::turn_refill::TurnRefill>,
     /// How long two CPU-bound threads on one CPU run in turn, and the `hz` it implies.
     /// [`crate::turns`].
     pub turns: Option<crate::turns::Turns>,
@@ -575,6 +578,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         core_mhz,
         llc_share: None,
         refill: None,
+        turn_refill: None,
         turns: None,
     };
     result.llc_share = llc_share(&host, &allowed, &result, cfg)?;
@@ -586,6 +590,8 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
         result.refill = crate::refill::measure(cpu, knee, llc, cfg.rounds, cfg.seed)?;
     }
     if let Some(cpu) = allowed.iter().next() {
+        let line = host.topology.cpu_model.line_bytes;
+        result.turn_refill = crate::turn_refill::measure(cpu, line, cfg.rounds, cfg.seed)?;
         result.turns = crate::turns::measure(cpu, host.topology.nr_cpus(), TURNS_CPU_S)?;
     }
     bind(&all)?;
@@ -685,6 +691,7 @@ impl ProbeResult {
         }
         self.llc_share_text(&mut s);
         self.refill_text(&mut s);
+        self.turn_refill_text(&mut s);
         self.turns_text(&mut s);
         self.co_run_text(&mut s);
         if let Some(mhz) = self.core_mhz {
@@ -712,9 +719,8 @@ impl ProbeResult {
                 .map(|m| format!(" --machine-set freq_mhz={m:.0}"))
                 .unwrap_or_default();
             let refill = self
-                .refill
-                .as_ref()
-                .map(|r| format!(" --machine-set refill_ns={:.1}", r.per_line_ns))
+                .refill_ns()
+                .map(|r| format!(" --machine-set refill_ns={r:.1}"))
                 .unwrap_or_default();
             let _ = writeln!(
                 s,
@@ -740,6 +746,28 @@ impl ProbeResult {
                 s,
                 "two CPU-bound threads on CPU {} take turns of {:.2} ms: {hz}",
                 t.cpu, t.turn_ms
+            );
+        }
+    }
+
+    /// The cost model's `cpu.refill_ns`: the turn test's figure, else the refill test's.
+    pub fn refill_ns(&self) -> Option<f64> {
+        self.turn_refill
+            .as_ref()
+            .map(|t| t.per_line_ns)
+            .or(self.refill.as_ref().map(|r| r.per_line_ns))
+    }
+
+    /// The turn test's line ([`crate::turn_refill`]).
+    fn turn_refill_text(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        if let Some(t) = &self.turn_refill {
+            let _ = writeln!(
+                s,
+                "two numa_test jobs (PROBLEMSIZE {}) taking turns of one pass on CPU {} in one \
+                 thread: {:.2} ns per update against {:.2} alone, {:.0} us per turn, {:.2} ns \
+                 per line of `a` fetched again (the cost model's refill_ns)",
+                t.size, t.cpu, t.turns_ns, t.alone_ns, t.per_turn_us, t.per_line_ns
             );
         }
     }
@@ -981,6 +1009,7 @@ mod tests {
             core_mhz: Some(4249.6),
             llc_share: None,
             refill: None,
+            turn_refill: None,
             turns: None,
         };
         // 25.6 GB/s = 0.4 lines per ns, for 128 ns: 51.2 lines in flight.
@@ -1149,6 +1178,7 @@ mod tests {
             core_mhz: None,
             llc_share: None,
             refill: None,
+            turn_refill: None,
             turns: None,
         };
         assert_eq!(r.node_bandwidth_gbps(), Some(15.04));

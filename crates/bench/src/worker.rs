@@ -19,6 +19,8 @@ use std::time::Instant;
 
 /// The largest PROBLEMSIZE: indices are 32 bits.
 pub const MAX_SIZE: u64 = u32::MAX as u64;
+/// numa_test's PROBLEMSIZE when none is given: elements per array.
+pub const DEFAULT_SIZE: u64 = 1_000_000;
 
 /// What one worker does.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,6 +206,22 @@ impl Arrays {
             }
             std::hint::black_box(&mut self.a);
         }
+    }
+
+    /// `count` updates `a[ix[i]] += b[i]` from element `at` on, wrapping at the end of the
+    /// arrays; returns where the next update starts (a job taking turns resumes there).
+    pub fn updates(&mut self, mut at: usize, count: u64) -> usize {
+        let n = self.ix.len();
+        for _ in 0..count {
+            let j = self.ix[at] as usize;
+            self.a[j] += self.b[at];
+            at += 1;
+            if at == n {
+                at = 0;
+            }
+        }
+        std::hint::black_box(&mut self.a);
+        at
     }
 
     /// Sum of `a`.

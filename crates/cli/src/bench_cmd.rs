@@ -51,7 +51,7 @@ pub struct NumaTestArgs {
     #[arg(value_name = "N", required = true, value_delimiter = ',')]
     tasks: Vec<u32>,
     /// PROBLEMSIZE: elements per array (20 bytes per element per job).
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = bench::worker::DEFAULT_SIZE)]
     size: u64,
     /// Passes over the arrays.
     #[arg(long, default_value_t = 100)]

@@ -16,7 +16,7 @@
 //! stalls (first-order interval analysis), and streams that the prefetchers fetch on their
 //! own queue (`cpu.stream_mlp` given) overlap the random misses too.
 
-use super::lru::LruShare;
+use super::lru::{LruShare, lines_per_op};
 use crate::memory::Region;
 use crate::program::{OpCost, Pattern};
 use topo::{NodeId, Topology};
@@ -429,10 +429,7 @@ pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId
         cpu.llc_stream_share,
     );
     let hit = |i: usize| lru.hit(op, regions, i, line);
-    let lines = |a: &crate::program::Access| match a.pattern {
-        Pattern::Random => (a.bytes / line).ceil(),
-        Pattern::Stream => a.bytes / line,
-    };
+    let lines = |a: &crate::program::Access| lines_per_op(a, line);
     let in_flight = |a: &crate::program::Access| match a.pattern {
         Pattern::Random => cpu.mlp.max(1e-3),
         Pattern::Stream => cpu.stream_mlp().max(1e-3),

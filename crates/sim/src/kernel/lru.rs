@@ -110,7 +110,8 @@ fn region_use(op: &OpCost, regions: &[Region], i: usize, line: f64) -> RegionUse
     }
 }
 
-fn lines_per_op(a: &Access, line: f64) -> f64 {
+/// Lines one access touches per operation: whole lines at random, its bytes in a stream.
+pub(super) fn lines_per_op(a: &Access, line: f64) -> f64 {
     match a.pattern {
         Pattern::Random => (a.bytes / line).ceil(),
         Pattern::Stream => a.bytes / line,

@@ -11,6 +11,14 @@ use crate::program::Phase;
 use std::collections::HashMap;
 use topo::CpuId;
 
+/// Solves whose nodes have more users than this skip the solve memo (`solve_memo`): a
+/// component that large is a good part of the machine, coupled by tasks whose memory spans
+/// nodes, and its running demands seldom come back as they were (counted with a throw-away
+/// build on numa_test with 8 tasks per CPU at 1024 CPUs, `linux`: 235 of 97,966 solves of
+/// more than one node recalled, with 880 demands a solve), while building and storing its
+/// key reads and copies every demand's. The memo is exact either way; only the speed differs.
+const MEMO_MAX_USERS: usize = 256;
+
 /// Per region of a process: the running threads whose memory phase reaches the region's shared
 /// lines (its `contended` accesses), grouped into coherence parties, and each party's stall
 /// per shared-line access.
@@ -625,17 +633,21 @@ impl Kernel {
         self.cx.users_of(&s.nodes, &mut s.tmp);
         // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
-        let cx = &self.cx;
-        let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
-        s.key
-            .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
         s.moved.clear();
-        let iterations = match s
-            .memo
-            .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved)
-        {
-            Some(iterations) => iterations,
-            None => self.solve_anew(s),
+        let iterations = if s.tmp.len() > MEMO_MAX_USERS {
+            self.solve_anew(s, false)
+        } else {
+            let cx = &self.cx;
+            let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
+            s.key
+                .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
+            match s
+                .memo
+                .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved)
+            {
+                Some(iterations) => iterations,
+                None => self.solve_anew(s, true),
+            }
         };
         self.counters.contention_iterations += u64::from(iterations);
         if !s.moved.is_empty() {
@@ -648,10 +660,11 @@ impl Kernel {
         }
     }
 
-    /// The solve of [`Kernel::solve_changed`] that the memo did not hold (`s.tmp`: the CPUs
-    /// using its nodes): solved from the kernel's factors, stored, and made the kernel's,
-    /// the nodes whose factors moved in `s.moved`. Returns its iterations.
-    fn solve_anew(&mut self, s: &mut RefreshScratch) -> u32 {
+    /// The solve of [`Kernel::solve_changed`] that the memo did not hold or was not asked
+    /// for (`s.tmp`: the CPUs using its nodes): solved from the kernel's factors, stored in
+    /// the memo under `s.key` when `store`, and made the kernel's, the nodes whose factors
+    /// moved in `s.moved`. Returns its iterations.
+    fn solve_anew(&mut self, s: &mut RefreshScratch, store: bool) -> u32 {
         let mut demands = recycle(std::mem::take(&mut s.demands));
         for &c in &s.tmp {
             let Some(r) = self.cx.reg(c).filter(|r| r.demand) else {
@@ -668,7 +681,9 @@ impl Kernel {
         s.q.clone_from(&self.q);
         let iterations =
             cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
-        s.memo.store(&s.key, &s.nodes, &s.q, iterations);
+        if store {
+            s.memo.store(&s.key, &s.nodes, &s.q, iterations);
+        }
         s.demands = recycle(demands);
         for &j in &s.nodes {
             let same = s.q.local[j].to_bits() == self.q.local[j].to_bits()

@@ -11,6 +11,14 @@ use crate::program::Phase;
 use std::collections::HashMap;
 use topo::CpuId;
 
+/// Solves whose nodes have more users than this skip the solve memo (`solve_memo`): a
+/// component that large is a good part of the machine, coupled by tasks whose memory spans
+/// nodes, and its running demands seldom come back as they were (counted with a throw-away
+/// build on numa_test with 8 tasks per CPU at 1024 CPUs, `linux`: 235 of 97,966 solves of
+/// more than one node recalled, with 880 demands a solve), while building and storing its
+/// key reads and copies every demand's. The memo is exact either way; only the speed differs.
+const MEMO_MAX_USERS: usize = 256;
+
 /// Per region of a process: the running threads whose memory phase reaches the region's shared
 /// lines (its `contended` accesses), grouped into coherence parties, and each party's stall
 /// per shared-line access.
@@ -442,9 +450,11 @@ impl Kernel {
             self.reregister(c, &writers, &mut s);
         }
         self.cx.close(&mut s.nodes, &mut s.in_set, &mut s.tmp);
+        // Two ascending runs: the CPUs whose own registration changed (marked order), then
+        // the users of the factors that moved (bitset order).
+        let split = s.rerate.len();
         self.solve_changed(&mut s);
-        s.rerate.sort_unstable();
-        s.rerate.dedup();
+        merge_runs(&mut s.rerate, split, &mut s.merged);
         for i in 0..s.rerate.len() {
             let c = s.rerate[i];
             let t = self.rqs[c].curr.expect("a registered CPU runs its task");
@@ -625,17 +635,21 @@ impl Kernel {
         self.cx.users_of(&s.nodes, &mut s.tmp);
         // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
-        let cx = &self.cx;
-        let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
-        s.key
-            .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
         s.moved.clear();
-        let iterations = match s
-            .memo
-            .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved)
-        {
-            Some(iterations) => iterations,
-            None => self.solve_anew(s),
+        let iterations = if s.tmp.len() > MEMO_MAX_USERS {
+            self.solve_anew(s, false)
+        } else {
+            let cx = &self.cx;
+            let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
+            s.key
+                .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
+            match s
+                .memo
+                .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved)
+            {
+                Some(iterations) => iterations,
+                None => self.solve_anew(s, true),
+            }
         };
         self.counters.contention_iterations += u64::from(iterations);
         if !s.moved.is_empty() {
@@ -648,10 +662,11 @@ impl Kernel {
         }
     }
 
-    /// The solve of [`Kernel::solve_changed`] that the memo did not hold (`s.tmp`: the CPUs
-    /// using its nodes): solved from the kernel's factors, stored, and made the kernel's,
-    /// the nodes whose factors moved in `s.moved`. Returns its iterations.
-    fn solve_anew(&mut self, s: &mut RefreshScratch) -> u32 {
+    /// The solve of [`Kernel::solve_changed`] that the memo did not hold or was not asked
+    /// for (`s.tmp`: the CPUs using its nodes): solved from the kernel's factors, stored in
+    /// the memo under `s.key` when `store`, and made the kernel's, the nodes whose factors
+    /// moved in `s.moved`. Returns its iterations.
+    fn solve_anew(&mut self, s: &mut RefreshScratch, store: bool) -> u32 {
         let mut demands = recycle(std::mem::take(&mut s.demands));
         for &c in &s.tmp {
             let Some(r) = self.cx.reg(c).filter(|r| r.demand) else {
@@ -668,7 +683,9 @@ impl Kernel {
         s.q.clone_from(&self.q);
         let iterations =
             cost::solve_nodes_into(&self.topo, &demands, &s.nodes, &mut s.q, &mut s.solve);
-        s.memo.store(&s.key, &s.nodes, &s.q, iterations);
+        if store {
+            s.memo.store(&s.key, &s.nodes, &s.q, iterations);
+        }
         s.demands = recycle(demands);
         for &j in &s.nodes {
             let same = s.q.local[j].to_bits() == self.q.local[j].to_bits()
@@ -792,6 +809,29 @@ fn recycle<'b>(mut v: Vec<&cost::LinearOp>) -> Vec<&'b cost::LinearOp> {
     v.into_iter().map(|_| unreachable!("emptied")).collect()
 }
 
+/// Make `v`, ascending and without repeats in `v[..split]` and in `v[split..]`, the ascending
+/// union of the two, as sorting and deduplicating would but in one pass (`buf` is scratch).
+/// The re-rate list of a refresh that solved a large component holds most of the machine's
+/// CPUs; a sort of it was 4% of `linux` at 1024 CPUs (perf).
+fn merge_runs(v: &mut Vec<CpuId>, split: usize, buf: &mut Vec<CpuId>) {
+    let (a, b) = v.split_at(split);
+    debug_assert!(a.is_sorted_by(|x, y| x < y) && b.is_sorted_by(|x, y| x < y));
+    if a.is_empty() || b.is_empty() {
+        return;
+    }
+    buf.clear();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        buf.push(x.min(y));
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    buf.extend_from_slice(&a[i..]);
+    buf.extend_from_slice(&b[j..]);
+    std::mem::swap(v, buf);
+}
+
 /// What identifies a registration's demand on the memory nodes (none for a first touch).
 fn demand_key(r: Option<&contention::Reg>) -> Option<(u64, &[topo::NodeId])> {
     r.filter(|r| r.demand).map(|r| (r.fp, r.nz.as_slice()))
@@ -803,8 +843,9 @@ fn demand_key(r: Option<&contention::Reg>) -> Option<(u64, &[topo::NodeId])> {
 pub(super) struct RefreshScratch {
     /// The marked CPUs, ascending.
     cpus: Vec<CpuId>,
-    /// CPUs to re-rate (sorted and deduplicated before use).
+    /// CPUs to re-rate (merged into one ascending list before use), and the merge's buffer.
     rerate: Vec<CpuId>,
+    merged: Vec<CpuId>,
     /// Nodes to solve, and a flag per node for membership.
     nodes: Vec<topo::NodeId>,
     in_set: Vec<bool>,
@@ -891,6 +932,33 @@ impl Kernel {
         if running {
             let cpu = self.tasks[t].cpu;
             self.post_boundary(cpu, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_runs;
+
+    /// The merge gives what sorting and deduplicating gives.
+    #[test]
+    fn merge_runs_is_sort_and_dedup() {
+        let cases: [(&[usize], &[usize]); 6] = [
+            (&[], &[]),
+            (&[3, 7], &[]),
+            (&[], &[1, 2]),
+            (&[1, 4, 9], &[2, 4, 5, 9, 12]),
+            (&[10, 11], &[0, 1, 2]),
+            (&[0, 5, 6], &[0, 5, 6]),
+        ];
+        let mut buf = Vec::new();
+        for (a, b) in cases {
+            let mut v: Vec<usize> = a.iter().chain(b).copied().collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            want.dedup();
+            merge_runs(&mut v, a.len(), &mut buf);
+            assert_eq!(v, want, "{a:?} + {b:?}");
         }
     }
 }

@@ -175,3 +175,23 @@ fn running_after_single_stepping_to_the_end_changes_nothing() {
         assert_eq!(stepped.events, whole.events, "{s}");
     }
 }
+
+/// A node with more users than the solve memo takes (256; with this launcher up to about
+/// 400 here): those solves bypass the memo, and every rate and factor still matches a
+/// recomputation from scratch after every event.
+#[test]
+fn solves_too_large_for_the_memo_stay_exact() {
+    let topo = machine("nodes=1,cpus-per-node=400");
+    let mut p = small_params(410, 40_000, 2, false);
+    // A quick launcher, so that the jobs' memory phases overlap.
+    p.fork_exec_cycles = 1_000.0;
+    let w = numa_test(&p);
+    for s in ["o1", "linux"] {
+        let (sim, steps) = step_checked(&topo, &w, s, 1);
+        assert!(sim.k.is_done(), "{s}: not done after {steps} events");
+        assert!(
+            sim.k.counters.contention_solves > 0,
+            "{s}: no contention solve"
+        );
+    }
+}

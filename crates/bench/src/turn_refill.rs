@@ -14,6 +14,7 @@
 
 use crate::BenchError;
 use crate::probe::{bind, median};
+use crate::refill::{lines_touched, per_line_ns};
 use crate::worker::{Arrays, DEFAULT_SIZE};
 use serde::Serialize;
 use std::time::Instant;
@@ -37,19 +38,9 @@ pub struct TurnRefill {
     pub per_line_ns: f64,
 }
 
-/// Lines of `a` (8-byte elements, `line` bytes a line) that `updates` random updates touch.
-pub fn lines_touched(size: u64, line: u64, updates: u64) -> f64 {
-    let lines = (size * 8).div_ceil(line.max(1)) as f64;
-    lines * -(-(updates as f64) / lines).exp_m1()
-}
-
-/// ns per line fetched again: the extra time of a turn of `updates` updates over what it
-/// touches.
-pub fn per_line_ns(alone_ns: f64, turns_ns: f64, updates: u64, touched: f64) -> f64 {
-    if touched <= 0.0 {
-        return 0.0;
-    }
-    ((turns_ns - alone_ns) * updates as f64 / touched).max(0.0)
+/// Lines of `a` (8-byte elements, `line` bytes a line).
+pub fn array_lines(size: u64, line: u64) -> f64 {
+    (size * 8).div_ceil(line.max(1)) as f64
 }
 
 /// Run the test on `cpu`, `rounds` times, with cache lines of `line` bytes.
@@ -83,8 +74,9 @@ pub fn measure(
         turns.push(t.elapsed().as_nanos() as f64 / (2.0 * f64::from(TURNS) * turn as f64));
     }
     let (alone_ns, turns_ns) = (median(alone), median(turns));
-    let touched = lines_touched(size, line, turn);
-    let per_line = per_line_ns(alone_ns, turns_ns, turn, touched);
+    let lines = array_lines(size, line);
+    let per_line = per_line_ns(turns_ns, alone_ns, turn as f64, lines);
+    let touched = lines_touched(lines, turn as f64);
     Ok(Some(TurnRefill {
         cpu,
         size,
@@ -104,20 +96,22 @@ mod tests {
     fn a_pass_touches_nearly_every_line_of_the_array() {
         // 10^6 elements of 8 bytes: 125,000 lines of 64 bytes; 10^6 updates touch all but
         // exp(-8) of them.
-        let t = lines_touched(1_000_000, 64, 1_000_000);
+        let lines = array_lines(1_000_000, 64);
+        let t = lines_touched(lines, 1e6);
         assert!(
             (t - 125_000.0 * (1.0 - (-8.0f64).exp())).abs() < 1e-6,
             "{t}"
         );
-        assert_eq!(lines_touched(1_000_000, 64, 0), 0.0);
+        assert_eq!(lines_touched(lines, 0.0), 0.0);
     }
 
     #[test]
     fn the_extra_time_of_a_turn_is_shared_by_the_lines_it_fetches_again() {
-        // 1 ns more per update over 10^6 updates is 1 ms, over 125,000 lines 8 ns each.
-        let p = per_line_ns(1.0, 2.0, 1_000_000, 125_000.0);
-        assert!((p - 8.0).abs() < 1e-9, "{p}");
-        assert_eq!(per_line_ns(2.0, 1.0, 1_000_000, 125_000.0), 0.0);
-        assert_eq!(per_line_ns(1.0, 2.0, 1_000_000, 0.0), 0.0);
+        // 1 ns more per update over 10^6 updates is 1 ms, over the lines they touch.
+        let lines = array_lines(1_000_000, 64);
+        let p = per_line_ns(2.0, 1.0, 1e6, lines);
+        assert!((p - 1e6 / lines_touched(lines, 1e6)).abs() < 1e-9, "{p}");
+        assert_eq!(per_line_ns(1.0, 2.0, 1e6, lines), 0.0);
+        assert_eq!(per_line_ns(2.0, 1.0, 1e6, 0.0), 0.0);
     }
 }

@@ -514,10 +514,20 @@ impl Kernel {
         if !task.affinity.contains(dst) {
             return Err(Refusal::Affinity);
         }
-        if !hot_ok && self.now.saturating_sub(task.last_ran) < self.params.cache_decay {
+        if !hot_ok && self.cache_hot(task) {
             return Err(Refusal::CacheHot);
         }
         Ok(())
+    }
+
+    /// Whether `task` counts as cache hot: it stopped running less than `cache_decay` ago. The
+    /// fair class measures from `se.exec_start`, which a task that has not run since its fork
+    /// does not have yet ([`Task::ran`]), so such a task is never hot there.
+    fn cache_hot(&self, task: &Task) -> bool {
+        if self.params.fair.is_some() && !task.ran {
+            return false;
+        }
+        self.now.saturating_sub(task.last_ran) < self.params.cache_decay
     }
 
     /// Move a waiting task from its runqueue to `dst`'s (balancing). The caller has checked

@@ -83,6 +83,12 @@ pub struct Task {
     pub first_cpu: Option<CpuId>,
     /// When it last stopped running (cache-hot test).
     pub last_ran: Ns,
+    /// Whether it has run since it was created. A task made by exec has (it ran to call
+    /// exec); a child of a plain fork or clone has not until it is first picked. CFS and
+    /// EEVDF start a new task's `se.exec_start` at 0 (`__sched_fork`), so `task_hot` never
+    /// counts such a task hot; the O(1) bases stamp the child at fork
+    /// (`p->sleep_timestamp = jiffies` in 2.5's `do_fork`) and do.
+    pub ran: bool,
     /// LLC whose cache holds its working set, if any.
     pub last_llc: Option<usize>,
     /// When the task last left a CPU of that LLC: the LLC's count of bytes touched

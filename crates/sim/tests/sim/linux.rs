@@ -2,6 +2,8 @@
 //! known, the NUMA imbalance rules, wake-up placement, determinism and option errors.
 
 use crate::common::*;
+use sim::Sim;
+use sim::kernel::Refusal;
 use sim::memory::MemPolicy;
 use sim::program::{Launch, OpCost, Phase, Program, RegionSpec, Workload};
 use sim::sched::{self, SchedSpec};
@@ -329,4 +331,92 @@ fn bad_options_name_the_option_and_the_choices() {
         assert!(!e.contains('\n'), "one line: {e}");
     }
     let _ = Arc::clone(&topo);
+}
+
+/// A parent pinned to CPU 0 forks one child (plain fork) and then one that execs, then
+/// computes on: the children queue on CPU 0 behind it (they inherit its mask, widened here
+/// to every CPU by their own program).
+fn fork_then_exec() -> Workload {
+    let child = |name: &str| Program {
+        name: name.into(),
+        phases: vec![Phase::Compute { cycles: 1e9 }],
+        regions: vec![],
+        job: true,
+        affinity: Some((0..MAX_TEST_CPUS).collect()),
+        nice: 0,
+    };
+    let spawn = |program, exec| Phase::Spawn {
+        program,
+        count: 1,
+        exec,
+    };
+    Workload {
+        name: "fork-then-exec".into(),
+        programs: vec![
+            Program {
+                name: "parent".into(),
+                phases: vec![
+                    spawn(1, false),
+                    spawn(2, true),
+                    Phase::Compute { cycles: 1e9 },
+                ],
+                regions: vec![],
+                job: false,
+                affinity: Some(vec![0]),
+                nice: 0,
+            },
+            child("forked"),
+            child("execed"),
+        ],
+        launches: vec![Launch {
+            program: 0,
+            count: 1,
+            threads: 1,
+            at: 0,
+            cpu: Some(0),
+        }],
+        channels: 0,
+        disturbance: None,
+    }
+}
+
+/// What `can_migrate` says of each child, to a CPU of the other node, at the first instant
+/// both exist (before either has run).
+fn hot_at_birth(sched_name: &str) -> Vec<Result<(), Refusal>> {
+    let topo = machine(SMALL);
+    let w = fork_then_exec();
+    let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler(sched_name, &topo), 1);
+    while sim.k.tasks.len() < 3 {
+        assert!(
+            sim.step().expect("step"),
+            "ended before the children were born"
+        );
+    }
+    (1..3)
+        .map(|t| {
+            assert_eq!(
+                sim.k.tasks[t].first_cpu, None,
+                "child {t} was picked already"
+            );
+            sim.k.can_migrate(t, 3, false)
+        })
+        .collect()
+}
+
+#[test]
+fn a_fork_child_that_never_ran_is_not_cache_hot_under_the_fair_class() {
+    // CFS and EEVDF: `se.exec_start` is 0 until the child first runs, so `task_hot` is false;
+    // the exec'd child ran to call exec and counts as hot for `migration_cost`.
+    for name in ["linux", "linux:class=cfs"] {
+        assert_eq!(
+            hot_at_birth(name),
+            vec![Ok(()), Err(Refusal::CacheHot)],
+            "{name}"
+        );
+    }
+    // The O(1) base stamps the child at fork: both hot.
+    assert_eq!(
+        hot_at_birth("o1"),
+        vec![Err(Refusal::CacheHot), Err(Refusal::CacheHot)]
+    );
 }

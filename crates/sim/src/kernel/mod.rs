@@ -221,6 +221,9 @@ pub struct Kernel {
     /// interpreter holds a counted reference across every phase it runs, and an `Rc`
     /// counts without an atomic (a run lives on one thread).
     pub workload: Rc<Workload>,
+    /// Some `Memory` phase of the workload has `contended` accesses (shared lines). When
+    /// none has, no task can be a line sharer and the refresh skips looking for them.
+    workload_contended: bool,
     pub now: Ns,
     pub events: EventQueue,
     pub rqs: Vec<RunQueue>,
@@ -403,7 +406,14 @@ impl Kernel {
                     error,
                 })
         });
+        let workload_contended = workload.programs.iter().any(|p| {
+            p.phases.iter().any(|ph| {
+                matches!(ph, crate::program::Phase::Memory { op, .. }
+                    if op.accesses.iter().any(|a| a.contended > 0.0))
+            })
+        });
         Kernel {
+            workload_contended,
             tick_div: Divisor::new(params.tick),
             sleep_div: Divisor::new(params.max_sleep_avg),
             node_rq_changes: vec![0; topo.nr_nodes()],

@@ -256,6 +256,9 @@ impl Kernel {
 
     /// Whether `t`'s current phase has accesses that find lines written by other threads.
     fn op_contended(&self, t: TaskId) -> bool {
+        if !self.workload_contended {
+            return false;
+        }
         let task = &self.tasks[t];
         matches!(
             &self.workload.programs[task.program].phases.get(task.pc),

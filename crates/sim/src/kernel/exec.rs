@@ -493,6 +493,7 @@ impl Kernel {
             threads: Vec::new(),
             mem_version: 0,
             main_node_memo: std::cell::Cell::new(None),
+            latency_memo: std::cell::Cell::new(None),
             touched: 0.0,
         });
         target

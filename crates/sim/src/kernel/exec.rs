@@ -230,6 +230,10 @@ impl Kernel {
                 self.waker_cpu = Some(self.tasks[t].cpu);
                 for &c in chans {
                     self.chans[c].pending += msgs;
+                    // Mostly no reader waits (they are still reading earlier messages).
+                    if self.chans[c].readers.is_empty() {
+                        continue;
+                    }
                     let readers = std::mem::take(&mut self.chans[c].readers);
                     for &r in &readers {
                         self.wake(s, r);

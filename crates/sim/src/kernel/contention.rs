@@ -24,6 +24,11 @@ pub(super) struct Reg {
     pub nz: Vec<NodeId>,
 }
 
+/// Whether `r` is a demand on more than one node (it couples their fixed points).
+fn spans(r: &Reg) -> bool {
+    r.demand && r.nz.len() > 1
+}
+
 /// Bitsets of CPUs, one row per key, `words` words a row.
 #[derive(Clone, Debug, Default)]
 struct CpuSets {
@@ -79,6 +84,10 @@ pub(super) struct ContentionIndex {
     dirty: Vec<CpuId>,
     /// Union of node rows, scratch of [`ContentionIndex::users_of`].
     union: Vec<u64>,
+    /// Registered demands that touch more than one node. While there are none, every
+    /// component of the node-demand graph is a single node and [`ContentionIndex::close`]
+    /// has nothing to add.
+    spanning: usize,
 }
 
 impl ContentionIndex {
@@ -91,6 +100,7 @@ impl ContentionIndex {
             dirty_bits: vec![0; nr_cpus.div_ceil(64)],
             dirty: Vec::new(),
             union: Vec::new(),
+            spanning: 0,
         }
     }
 
@@ -154,11 +164,13 @@ impl ContentionIndex {
             for &j in &old.nz {
                 self.users.set(j, cpu, false);
             }
+            self.spanning -= usize::from(spans(old));
         }
         if let Some(r) = &new {
             for &j in &r.nz {
                 self.users.set(j, cpu, true);
             }
+            self.spanning += usize::from(spans(r));
         }
         let (w, b) = (cpu / 64, 1u64 << (cpu % 64));
         if new.as_ref().is_some_and(|r| !r.demand) {
@@ -198,6 +210,11 @@ impl ContentionIndex {
         in_set: &mut [bool],
         scratch: &mut Vec<CpuId>,
     ) {
+        if self.spanning == 0 {
+            // No demand leads from one node to another: the set is already closed.
+            nodes.sort_unstable();
+            return;
+        }
         let mut i = 0;
         while i < nodes.len() {
             let j = nodes[i];
@@ -240,6 +257,13 @@ impl ContentionIndex {
             if r.demand {
                 llc[llc_of(cpu)] += 1;
             }
+        }
+        let spanning = self.regs.iter().flatten().filter(|r| spans(r)).count();
+        if spanning != self.spanning {
+            return Err(format!(
+                "{} demands span nodes, registrations give {spanning}",
+                self.spanning
+            ));
         }
         if touching != self.touching {
             return Err("first-touch set differs from the registrations".into());

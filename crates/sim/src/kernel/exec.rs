@@ -41,7 +41,8 @@ impl Kernel {
                     buffer,
                 } => {
                     if let Some(c) = self.full_channel(chans, *msgs, *buffer) {
-                        self.chans[c].writers.push(t);
+                        self.chan_waiters[c].writers.push(t);
+                        self.chans[c].nr_writers += 1;
                         self.counters.send_blocks += 1;
                         self.block(t);
                         return;
@@ -94,21 +95,22 @@ impl Kernel {
                     }
                     let ch = &mut self.chans[*chan];
                     if ch.pending == 0 {
-                        ch.readers.push(t);
+                        ch.nr_readers += 1;
+                        self.chan_waiters[*chan].readers.push(t);
                         self.block(t);
                         return;
                     }
                     let k = ch.pending.min(u64::from(self.tasks[t].recv_left)) as u32;
                     ch.pending -= u64::from(k);
                     // Room again: the blocked writers retry (the reader is their waker).
-                    if !ch.writers.is_empty() {
-                        let writers = std::mem::take(&mut ch.writers);
+                    if ch.nr_writers > 0 {
+                        let writers = std::mem::take(&mut self.chan_waiters[*chan].writers);
                         self.waker_cpu = Some(self.tasks[t].cpu);
                         for &w in &writers {
                             self.wake(s, w);
                         }
                         self.waker_cpu = None;
-                        self.chans[*chan].give_back_writers(writers);
+                        self.give_back_writers(*chan, writers);
                     }
                     (
                         PhaseWork::RecvMsgs { msgs: k },
@@ -230,11 +232,15 @@ impl Kernel {
                 self.waker_cpu = Some(self.tasks[t].cpu);
                 for &c in chans {
                     self.chans[c].pending += msgs;
-                    let readers = std::mem::take(&mut self.chans[c].readers);
+                    // Mostly no reader waits (they are still reading earlier messages).
+                    if self.chans[c].nr_readers == 0 {
+                        continue;
+                    }
+                    let readers = std::mem::take(&mut self.chan_waiters[c].readers);
                     for &r in &readers {
                         self.wake(s, r);
                     }
-                    self.chans[c].give_back_readers(readers);
+                    self.give_back_readers(c, readers);
                 }
                 self.waker_cpu = None;
             }
@@ -252,6 +258,28 @@ impl Kernel {
             _ => self.tasks[t].pc += 1,
         }
         self.tasks[t].work = PhaseWork::None;
+    }
+
+    /// Return the buffer of channel `c`'s reader list, taken to wake them all, emptied, so
+    /// that the next blocked reader does not allocate (a message exchange blocks and wakes
+    /// readers all the time). Readers that blocked meanwhile are kept.
+    fn give_back_readers(&mut self, c: usize, mut taken: Vec<TaskId>) {
+        let w = &mut self.chan_waiters[c];
+        if w.readers.is_empty() {
+            taken.clear();
+            w.readers = taken;
+        }
+        self.chans[c].nr_readers = w.readers.len() as u32;
+    }
+
+    /// [`Kernel::give_back_readers`] for the writers.
+    fn give_back_writers(&mut self, c: usize, mut taken: Vec<TaskId>) {
+        let w = &mut self.chan_waiters[c];
+        if w.writers.is_empty() {
+            taken.clear();
+            w.writers = taken;
+        }
+        self.chans[c].nr_writers = w.writers.len() as u32;
     }
 
     /// The first of `chans` without room for `msgs` more messages under a `buffer` limit
@@ -494,6 +522,7 @@ impl Kernel {
             threads: Vec::new(),
             mem_version: 0,
             main_node_memo: std::cell::Cell::new(None),
+            latency_memo: std::cell::Cell::new(None),
             touched: 0.0,
         });
         target

@@ -256,6 +256,9 @@ impl Kernel {
 
     /// Whether `t`'s current phase has accesses that find lines written by other threads.
     fn op_contended(&self, t: TaskId) -> bool {
+        if !self.workload_contended {
+            return false;
+        }
         let task = &self.tasks[t];
         matches!(
             &self.workload.programs[task.program].phases.get(task.pc),
@@ -358,6 +361,9 @@ impl Kernel {
                 .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
         };
         let mut out: HashMap<usize, SharedLines> = HashMap::new();
+        if !self.workload_contended {
+            return out;
+        }
         for t in running().filter(|&t| self.op_contended(t)) {
             let pid = self.tasks[t].pid;
             out.entry(pid).or_insert_with(|| self.no_writers(pid));
@@ -416,10 +422,19 @@ impl Kernel {
     /// demands changed, closed under the demands that touch them; and a task is re-rated
     /// when its decomposition changed or a factor it depends on moved. Every other task's
     /// rate is already the one a full refresh would give it (docs/MODEL.md §6).
+    #[inline]
     pub(crate) fn refresh_contention(&mut self) {
-        if !self.contention_dirty {
-            return;
+        // Tested here, in the caller: most events change no memory-bound work, and the
+        // refresh itself opens a large stack frame (saved registers and scratch) before any
+        // test it makes.
+        if self.contention_dirty {
+            self.refresh_dirty();
         }
+    }
+
+    /// [`Kernel::refresh_contention`] once something is marked.
+    #[inline(never)]
+    fn refresh_dirty(&mut self) {
         // At most one refresh per `contention_period`: one wanted sooner is put off to the
         // end of the period (an event), so a machine where tasks switch many times per
         // period pays one refresh per period, not per switch.
@@ -477,7 +492,13 @@ impl Kernel {
         tmp.clear();
         tmp.extend_from_slice(self.cx.dirty());
         let mut pids: Vec<usize> = Vec::new();
-        for &c in tmp.iter() {
+        // Without contended accesses in the workload no registration or phase is contended.
+        let sharers = if self.workload_contended {
+            &tmp[..]
+        } else {
+            &[]
+        };
+        for &c in sharers {
             if let Some(r) = self.cx.reg(c).filter(|r| r.contended) {
                 pids.push(r.pid);
             }

@@ -339,15 +339,25 @@ impl Kernel {
     /// Idle latency from `cpu` to `t`'s memory, weighted by where its bytes are.
     /// Called at every switch-in after others' turns: sums over the regions per node rather
     /// than building the process's per-node vector.
+    /// Remembered per process and node while its memory does not move (`mem_version`).
     fn memory_latency_ns(&self, t: TaskId, cpu: CpuId) -> f64 {
         let node = self.node_of(cpu);
-        let regions = &self.procs[self.tasks[t].pid].regions;
+        let p = &self.procs[self.tasks[t].pid];
+        if let Some((version, at, lat)) = p.latency_memo.get()
+            && version == p.mem_version
+            && at == node
+        {
+            return lat;
+        }
+        let regions = &p.regions;
         let on = |j: usize| -> u64 { regions.iter().map(|r| r.node_bytes[j]).sum() };
         let nodes = 0..self.topo.nr_nodes();
         let total: u64 = nodes.clone().map(on).sum();
-        nodes
+        let lat = nodes
             .map(|j| on(j) as f64 / total.max(1) as f64 * self.topo.latency_ns(node, j))
-            .sum()
+            .sum();
+        p.latency_memo.set(Some((p.mem_version, node, lat)));
+        lat
     }
 
     /// `t` touched `bytes` more on `llc`.

@@ -176,6 +176,10 @@ pub struct Process {
     /// [`Process::main_node`] as of a `mem_version`: the node-affine balancers ask it for
     /// every queued task of every pass, and the memory rarely moves between passes.
     pub main_node_memo: Cell<Option<(u64, Option<NodeId>)>>,
+    /// `Kernel::memory_latency_ns` of its threads from one node, as of a `mem_version`:
+    /// asked at every switch-in of a thread in a memory phase after others' turns on its
+    /// cache, while the memory seldom moves. (`mem_version`, node, latency.)
+    pub latency_memo: Cell<Option<(u64, NodeId, f64)>>,
     /// Bytes its threads have touched on every LLC, a running count: a thread's own
     /// process does not evict its lines (they share them).
     pub touched: f64,

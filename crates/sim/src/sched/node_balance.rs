@@ -74,7 +74,7 @@ pub fn pass(
     rule: Threshold,
     hot_ok: bool,
 ) -> usize {
-    let Some(b) = qb.find_busiest_by(k, cpu, span, idle, rule, |_| 0) else {
+    let Some(b) = qb.find_busiest_in(k, cpu, span, idle, rule) else {
         return 0;
     };
     let cands = pull_order(k, b.cpu);

@@ -468,6 +468,8 @@ impl Kernel {
     }
 
     /// Note that `cpu`'s runqueue changed (see [`Kernel::node_rq_changes`]).
+    // Inlined: it runs at every switch, and its callers have just touched `rqs[cpu]`.
+    #[inline(always)]
     pub(crate) fn rq_changed(&mut self, cpu: CpuId) {
         let node = self.topo.node_of(cpu);
         self.node_rq_changes[node] += 1;

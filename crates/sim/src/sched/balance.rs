@@ -30,8 +30,6 @@ use topo::{CpuId, CpuSet};
 pub struct QueueBalancer {
     /// `prev_nr[this][other]`: queue length of `other` seen by `this` at its previous pass.
     prev_nr: Vec<Vec<u32>>,
-    /// The runs of the last span given as a [`CpuSet`] (kept to reuse its buffer).
-    runs: Vec<Range<CpuId>>,
 }
 
 /// A runqueue found busier than the balancing CPU.
@@ -46,7 +44,6 @@ impl QueueBalancer {
     pub fn new(nr_cpus: usize) -> Self {
         QueueBalancer {
             prev_nr: vec![vec![0; nr_cpus]; nr_cpus],
-            runs: Vec::new(),
         }
     }
 
@@ -62,23 +59,6 @@ impl QueueBalancer {
     ) -> Option<Busiest> {
         let rule = Threshold::HalfDiff(imbalance_pct);
         self.find_busiest_by(k, this, runs, idle, rule)
-    }
-
-    /// [`QueueBalancer::find_busiest_by`] over a span built for this pass (its runs are
-    /// collected first).
-    pub fn find_busiest_in(
-        &mut self,
-        k: &Kernel,
-        this: CpuId,
-        span: &CpuSet,
-        idle: IdleType,
-        rule: Threshold,
-    ) -> Option<Busiest> {
-        let mut runs = std::mem::take(&mut self.runs);
-        span_runs_into(span, &mut runs);
-        let found = self.find_busiest_by(k, this, &runs, idle, rule);
-        self.runs = runs;
-        found
     }
 
     /// [`QueueBalancer::find_busiest`] with an explicit threshold rule.
@@ -176,20 +156,14 @@ fn first_with_load(now: &[u32], seen: &[u32], idle: bool, load: u32) -> usize {
 
 /// The runs of consecutive CPUs of `span`, ascending.
 pub fn span_runs(span: &CpuSet) -> Vec<Range<CpuId>> {
-    let mut runs = Vec::new();
-    span_runs_into(span, &mut runs);
-    runs
-}
-
-/// [`span_runs`] into a buffer.
-fn span_runs_into(span: &CpuSet, runs: &mut Vec<Range<CpuId>>) {
-    runs.clear();
+    let mut runs: Vec<Range<CpuId>> = Vec::new();
     for c in span.iter() {
         match runs.last_mut() {
             Some(r) if r.end == c => r.end = c + 1,
             _ => runs.push(c..c + 1),
         }
     }
+    runs
 }
 
 /// When a busy CPU considers an imbalance worth acting on (idle CPUs always act).

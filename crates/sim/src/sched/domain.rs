@@ -7,7 +7,9 @@
 //! Periodic balancing runs the levels whose interval has elapsed, lowest first; an idle CPU's
 //! new-idle pass runs all of them.
 
+use super::balance::span_runs;
 use crate::time::Ns;
+use std::ops::Range;
 use topo::{CpuId, CpuSet};
 
 /// One balancing level.
@@ -33,6 +35,9 @@ struct LevelState {
 pub struct Domains {
     pub levels: Vec<BalanceLevel>,
     state: Vec<Vec<LevelState>>,
+    /// `runs[level][cpu]`: the span's runs of consecutive CPUs, as the O(1) balancer's scan
+    /// reads them ([`span_runs`]).
+    runs: Vec<Vec<Vec<Range<CpuId>>>>,
 }
 
 /// A set of level indices (the levels due for a pass), ascending; a bit mask, so that the
@@ -80,10 +85,17 @@ impl Domains {
     pub fn new(levels: Vec<BalanceLevel>, nr_cpus: usize) -> Self {
         let n = levels.len();
         assert!(n <= 64, "at most 64 balancing levels");
+        let runs = levels.iter().map(|l| runs_per_cpu(&l.spans)).collect();
         Domains {
             levels,
             state: vec![vec![LevelState::default(); n]; nr_cpus],
+            runs,
         }
+    }
+
+    /// The span of `cpu` at `level` as runs of consecutive CPUs.
+    pub fn span_runs(&self, level: usize, cpu: CpuId) -> &[Range<CpuId>] {
+        &self.runs[level][cpu]
     }
 
     /// Shortest interval of any level: how often the CPU's balance tick must come.
@@ -136,6 +148,20 @@ impl Domains {
             st.nr_balance_failed += 1;
         }
     }
+}
+
+/// [`span_runs`] of each CPU's span; a span equal to the previous CPU's (every CPU's, on a
+/// flat level) takes a copy of its runs instead of walking its bits again.
+fn runs_per_cpu(spans: &[CpuSet]) -> Vec<Vec<Range<CpuId>>> {
+    let mut runs: Vec<Vec<Range<CpuId>>> = Vec::with_capacity(spans.len());
+    for (cpu, span) in spans.iter().enumerate() {
+        let r = match runs.last() {
+            Some(prev) if spans[cpu - 1] == *span => prev.clone(),
+            _ => span_runs(span),
+        };
+        runs.push(r);
+    }
+    runs
 }
 
 /// The span of the node level for every CPU: the CPUs of its node.

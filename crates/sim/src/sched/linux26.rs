@@ -65,14 +65,14 @@ impl Linux26Numa {
         let Some(node) = self.loads.busiest_node(k, cpu, self.threshold) else {
             return;
         };
-        let span = node_plus(k, node, cpu);
+        let runs = node_plus(k, node, cpu);
         let rule = Threshold::Diff(self.p.imbalance_pct);
         pass(
             k,
             &mut self.qb,
             &self.p,
             cpu,
-            &span,
+            &runs,
             idle,
             rule,
             idle.is_idle(),
@@ -120,14 +120,13 @@ impl CpuScheduler for Linux26Numa {
             self.cross_node(k, cpu, idle);
         }
         if due.contains(NODE) {
-            let span = self.d.levels[NODE].spans[cpu].clone();
             let rule = Threshold::Diff(self.p.imbalance_pct);
             pass(
                 k,
                 &mut self.qb,
                 &self.p,
                 cpu,
-                &span,
+                self.d.span_runs(NODE, cpu),
                 idle,
                 rule,
                 idle.is_idle(),

@@ -8,11 +8,12 @@
 //! decay, each CPU keeps its previous view and uses `previous / 2 + now`, so a short peak on
 //! a node does not make it look busiest.
 
-use super::balance::{QueueBalancer, Threshold, pull, pull_order};
+use super::balance::{QueueBalancer, Threshold, pull, pull_order, span_runs};
 use super::o1::O1Params;
 use super::{ExecPlacement, IdleType};
 use crate::kernel::{Kernel, TaskId};
-use topo::{CpuId, CpuSet, NodeId};
+use std::ops::Range;
+use topo::{CpuId, NodeId};
 
 /// `10 * nr_running / nr_cpus` of a node, as an integer.
 pub fn node_load(k: &Kernel, node: NodeId) -> u64 {
@@ -61,20 +62,21 @@ impl NodeLoads {
     }
 }
 
-/// One O(1) pass of `cpu` over `span`: find the busiest queue by `rule`, pull from it.
-/// `hot_ok` lets cache-hot tasks move. Returns how many tasks moved.
+/// One O(1) pass of `cpu` over a span given as its runs of consecutive CPUs
+/// ([`super::balance::span_runs`]): find the busiest queue by `rule`, pull from it. `hot_ok`
+/// lets cache-hot tasks move. Returns how many tasks moved.
 #[allow(clippy::too_many_arguments)]
 pub fn pass(
     k: &mut Kernel,
     qb: &mut QueueBalancer,
     p: &O1Params,
     cpu: CpuId,
-    span: &CpuSet,
+    runs: &[Range<CpuId>],
     idle: IdleType,
     rule: Threshold,
     hot_ok: bool,
 ) -> usize {
-    let Some(b) = qb.find_busiest_by(k, cpu, span, idle, rule, |_| 0) else {
+    let Some(b) = qb.find_busiest_by(k, cpu, runs, idle, rule) else {
         return 0;
     };
     let cands = pull_order(k, b.cpu);
@@ -115,9 +117,9 @@ pub fn least_loaded_exec(
     }
 }
 
-/// The CPUs of `node` plus `cpu` itself (the span of a cross-node pass).
-pub fn node_plus(k: &Kernel, node: NodeId, cpu: CpuId) -> CpuSet {
+/// The CPUs of `node` plus `cpu` itself (the span of a cross-node pass), as runs.
+pub fn node_plus(k: &Kernel, node: NodeId, cpu: CpuId) -> Vec<Range<CpuId>> {
     let mut s = k.topo.node_cpus(node).clone();
     s.insert(cpu);
-    s
+    span_runs(&s)
 }

@@ -203,8 +203,8 @@ pub fn balance_level(
     level: usize,
     idle: IdleType,
 ) -> usize {
-    let l = &d.levels[level];
-    let Some(b) = qb.find_busiest(k, cpu, &l.spans[cpu], idle, l.imbalance_pct, |_| 0) else {
+    let pct = d.levels[level].imbalance_pct;
+    let Some(b) = qb.find_busiest(k, cpu, d.span_runs(level, cpu), idle, pct) else {
         return 0;
     };
     let cands = pull_order(k, b.cpu);

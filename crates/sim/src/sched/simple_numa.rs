@@ -68,15 +68,17 @@ impl CpuScheduler for SimpleNuma {
 
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType) {
         self.calls[cpu] += 1;
-        let mut span = self.d.levels[0].spans[cpu].clone();
+        let rule = Threshold::HalfDiff(self.p.imbalance_pct);
         if self.calls[cpu] >= self.rate {
             self.calls[cpu] = 0;
             if let Some(node) = self.loads.busiest_node(k, cpu, self.threshold) {
-                span = node_plus(k, node, cpu);
+                let runs = node_plus(k, node, cpu);
+                pass(k, &mut self.qb, &self.p, cpu, &runs, idle, rule, false);
+                return;
             }
         }
-        let rule = Threshold::HalfDiff(self.p.imbalance_pct);
-        pass(k, &mut self.qb, &self.p, cpu, &span, idle, rule, false);
+        let runs = self.d.span_runs(0, cpu);
+        pass(k, &mut self.qb, &self.p, cpu, runs, idle, rule, false);
     }
 
     fn exec(&mut self, k: &Kernel, task: TaskId, cpu: CpuId) -> ExecPlacement {

@@ -197,19 +197,29 @@ impl NodeMemory {
         toucher: NodeId,
     ) -> Option<NodeId> {
         let bytes = region.group_size(group);
-        let fallback = |start: NodeId| {
-            topo.nodes_by_distance(start)
-                .into_iter()
-                .find(|&n| self.has_room(n, bytes))
+        // The first node with room in `nodes_by_distance(start)` order: the nearest with
+        // room, lowest id on ties. Found without sorting: this runs whenever a first touch is
+        // rated, for every page group it places.
+        let nearest = |start: NodeId, allowed: &dyn Fn(NodeId) -> bool| {
+            let row = &topo.distance[start];
+            let fits = |n: NodeId| allowed(n) && self.has_room(n, bytes);
+            // Mostly the start node itself, which is nearest to itself (SLIT 10).
+            let start_first = row
+                .iter()
+                .enumerate()
+                .all(|(n, &d)| (d, n) >= (row[start], start));
+            if start_first && fits(start) {
+                return Some(start);
+            }
+            (0..row.len())
+                .filter(|&n| fits(n))
+                .min_by_key(|&n| (row[n], n))
         };
+        let fallback = |start: NodeId| nearest(start, &|_| true);
         match &region.policy {
             MemPolicy::FirstTouch => fallback(toucher),
             MemPolicy::Preferred(n) => fallback(*n),
-            MemPolicy::Bind(nodes) => {
-                let mut order = topo.nodes_by_distance(toucher);
-                order.retain(|n| nodes.contains(n));
-                order.into_iter().find(|&n| self.has_room(n, bytes))
-            }
+            MemPolicy::Bind(nodes) => nearest(toucher, &|n| nodes.contains(&n)),
             MemPolicy::Interleave(nodes) => {
                 let all: Vec<NodeId> = if nodes.is_empty() {
                     (0..topo.nr_nodes()).collect()
@@ -328,5 +338,60 @@ mod tests {
                 .to_string()
                 .contains("valid:")
         );
+    }
+
+    /// `place` as it was written first: the first node with room in
+    /// `nodes_by_distance` order (among the bind set for `Bind`).
+    fn place_by_sorting(
+        m: &NodeMemory,
+        t: &Topology,
+        r: &Region,
+        toucher: NodeId,
+    ) -> Option<NodeId> {
+        let bytes = r.group_size(0);
+        let (start, set) = match &r.policy {
+            MemPolicy::FirstTouch => (toucher, None),
+            MemPolicy::Preferred(n) => (*n, None),
+            MemPolicy::Bind(nodes) => (toucher, Some(nodes)),
+            MemPolicy::Interleave(_) => unreachable!("not generated"),
+        };
+        t.nodes_by_distance(start)
+            .into_iter()
+            .filter(|n| set.is_none_or(|s| s.contains(n)))
+            .find(|&n| m.has_room(n, bytes))
+    }
+
+    proptest::proptest! {
+        /// The scan for the nearest node with room gives what sorting the nodes by distance
+        /// gave, ties (also with the node's own distance) and full nodes included.
+        #[test]
+        fn nearest_node_with_room_matches_the_sorted_order(
+            dist in proptest::collection::vec(10u32..14, 16),
+            full in proptest::collection::vec(proptest::bool::ANY, 4),
+            toucher in 0usize..4,
+            policy in 0usize..3,
+            pref in 0usize..4,
+            bind in proptest::collection::vec(0usize..4, 1..4),
+        ) {
+            let mut t = topo::parse_synthetic("nodes=4,cpus-per-node=1,mem-gib=1").expect("synthetic");
+            for a in 0..4 {
+                for b in 0..4 {
+                    t.distance[a][b] = if a == b { 10 } else { dist[a * 4 + b] };
+                }
+            }
+            let mut m = NodeMemory::new(&t);
+            for (n, &f) in full.iter().enumerate() {
+                if f {
+                    m.used[n] = m.capacity[n];
+                }
+            }
+            let policy = match policy {
+                0 => MemPolicy::FirstTouch,
+                1 => MemPolicy::Preferred(pref),
+                _ => MemPolicy::Bind(bind),
+            };
+            let r = Region::new("r", 2 << 20, policy, 2 << 20, 2);
+            proptest::prop_assert_eq!(m.place(&t, &r, 0, toucher), place_by_sorting(&m, &t, &r, toucher));
+        }
     }
 }

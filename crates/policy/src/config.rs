@@ -112,7 +112,7 @@ impl Default for HomenodeConfig {
             max_moves_per_interval: 1,
             max_new_homes_per_interval: 8,
             move_cost_mib: 1024,
-            move_rate_mib_s: 256,
+            move_rate_mib_s: 1280,
             batch_mib: 32,
             min_move_mib: 4,
             move_retry_s: 300.0,

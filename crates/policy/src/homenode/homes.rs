@@ -10,6 +10,9 @@
 //!
 //! In 1 and 2 only nodes the rebalancer (step 3) would leave balanced compete when there are
 //! such, so a first home is never one the rebalancer would undo.
+//!
+//! The processes homed in one decision are placed as a group: none counts where it ran while
+//! they are placed, and those that rule 1 can leave at their memory are placed first.
 
 use topo::{NodeId, Topology};
 
@@ -26,9 +29,18 @@ pub(super) struct HomeChoice {
 }
 
 impl HomenodePolicy {
-    /// Gives homes to significant processes without a valid one, largest first.
+    /// Gives homes to significant processes without a valid one: the largest
+    /// `max_new_homes_per_interval` of them are this decision's candidates.
+    ///
+    /// While the candidates are placed, none of them counts where it ran: each is about to be
+    /// counted at its home instead, so the node where the kernel happened to run two of them
+    /// at the scan does not look full to the first (the VM rig's `with-balancing`: four hogs
+    /// that the kernel had spread, with their memory, were all homed away from it because two
+    /// of them shared a node at the scan). Candidates whose memory node has room get it first
+    /// (rule 1, nothing to move), largest first; then the others, largest first, by every
+    /// rule. A candidate that gets no home counts where it ran again.
     pub(super) fn new_homes(&mut self, d: &mut Decision<'_, '_>) {
-        let (topo, now) = (d.snap.topo, d.snap.now_ns);
+        let topo = d.snap.topo;
         let mut want: Vec<usize> = (0..d.procs.len())
             .filter(|&i| {
                 let p = &d.procs[i];
@@ -42,40 +54,63 @@ impl HomenodePolicy {
                 .then(pb.rss.cmp(&pa.rss))
                 .then(pa.pid.cmp(&pb.pid))
         });
-        for &i in want
-            .iter()
-            .take(self.cfg.max_new_homes_per_interval as usize)
-        {
-            let p = &d.procs[i];
-            let mut base = d.model.clone();
-            base.apply(topo, p, None, -1.0);
-            let Some(choice) = self.choose_home(topo, &d.m, p, &base) else {
-                continue;
-            };
-            base.apply(topo, p, Some(&choice.nodes), 1.0);
-            d.model = base;
-            let prefix = if p.home.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "its home {} is outside its allowed nodes; ",
-                    fmt_nodes(&p.home)
-                )
-            };
-            let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
-            d.actions.push(Action::SetHome {
-                pid: p.pid,
-                start_time: p.start_time,
-                cpus: p.cpus_of(topo, &choice.nodes, allowed_cpus),
-                reason: format!("{prefix}{}", choice.reason),
-                nodes: choice.nodes.clone(),
-            });
-            let st = self.procs.get_mut(&p.pid).expect("state made above");
-            st.homed_at(now);
-            st.last_busy_ns = now;
-            d.homes[i] = Some(choice.nodes);
-            d.touched[i] = true;
+        want.truncate(self.cfg.max_new_homes_per_interval as usize);
+        let mut model = d.model.clone();
+        for &i in &want {
+            model.apply(topo, &d.procs[i], None, -1.0);
         }
+        let mut chosen: Vec<Option<HomeChoice>> = want.iter().map(|_| None).collect();
+        for (c, &i) in chosen.iter_mut().zip(&want) {
+            let p = &d.procs[i];
+            *c = HomeSearch::new(&self.cfg, topo, &d.m, p, &model).and_then(|s| s.at_memory());
+            if let Some(choice) = c {
+                model.apply(topo, p, Some(&choice.nodes), 1.0);
+            }
+        }
+        for (c, &i) in chosen.iter_mut().zip(&want) {
+            if c.is_some() {
+                continue;
+            }
+            let p = &d.procs[i];
+            *c = self.choose_home(topo, &d.m, p, &model);
+            match c {
+                Some(choice) => model.apply(topo, p, Some(&choice.nodes), 1.0),
+                None => model.apply(topo, p, None, 1.0),
+            }
+        }
+        d.model = model;
+        for (c, &i) in chosen.into_iter().zip(&want) {
+            if let Some(choice) = c {
+                self.set_home(d, i, choice);
+            }
+        }
+    }
+
+    /// The `SetHome` action for candidate `i` and its bookkeeping (the model already counts it).
+    fn set_home(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
+        let (topo, now) = (d.snap.topo, d.snap.now_ns);
+        let p = &d.procs[i];
+        let prefix = if p.home.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "its home {} is outside its allowed nodes; ",
+                fmt_nodes(&p.home)
+            )
+        };
+        let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
+        d.actions.push(Action::SetHome {
+            pid: p.pid,
+            start_time: p.start_time,
+            cpus: p.cpus_of(topo, &choice.nodes, allowed_cpus),
+            reason: format!("{prefix}{}", choice.reason),
+            nodes: choice.nodes.clone(),
+        });
+        let st = self.procs.get_mut(&p.pid).expect("state made above");
+        st.homed_at(now);
+        st.last_busy_ns = now;
+        d.homes[i] = Some(choice.nodes);
+        d.touched[i] = true;
     }
 
     /// The node rule 1 would give `p` now (the node holding most of its memory, when it has

@@ -105,6 +105,44 @@ fn reasons_read_well() {
     );
 }
 
+/// The VM rig's `with-balancing` (issue 11): four single-threaded 96 MiB hogs on four 2-CPU
+/// nodes in a ring, which the kernel's NUMA balancing had mostly placed: pid 1 ran on node 3
+/// with 83% of its memory there, pid 3 on node 1 with 90% there, pid 4 on node 0 with all of
+/// its memory there, and pid 2 (memory on node 0) happened to run on node 3 at the scan.
+/// Each candidate used to be judged with the others where they ran: node 3 looked full to
+/// pid 1 and node 0 to pid 4, and all four were homed away from their memory (0, 3, 2 and 1).
+/// Now no candidate counts where it ran while the decision's candidates are placed, and
+/// those whose memory node has room get it first: of pids 2 and 4, equal and both with their
+/// memory on node 0, the lower pid keeps node 0 and the other takes the node left. Only 96 MiB
+/// moves, where 304 MiB did.
+#[test]
+fn candidates_homed_together_keep_their_memory_nodes() {
+    let mut t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    for a in 0..4usize {
+        for b in 0..4usize {
+            t.distance[a][b] = match (a + 4 - b) % 4 {
+                0 => 10,
+                2 => 31,
+                _ => 21,
+            };
+        }
+    }
+    let procs = vec![
+        proc(&t, 1, 1.0, 1, 3, &[16 * MIB, 0, 0, 80 * MIB]),
+        proc(&t, 2, 1.0, 1, 3, &[96 * MIB, 0, 0, 0]),
+        proc(&t, 3, 1.0, 1, 1, &[10 * MIB, 86 * MIB, 0, 0]),
+        proc(&t, 4, 1.0, 1, 0, &[96 * MIB, 0, 0, 0]),
+    ];
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, procs));
+    let mut got = homes(&a);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![(1, vec![3]), (2, vec![0]), (3, vec![1]), (4, vec![2])],
+        "{a:#?}"
+    );
+}
+
 /// Four nodes of 4 CPUs and 16 GiB in two sockets: 0-1 and 2-3 at distance 12, 20 across.
 fn two_sockets() -> Topology {
     let mut t = machine("nodes=4,cpus-per-node=4,mem-gib=16");

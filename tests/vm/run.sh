@@ -33,9 +33,7 @@ declare -A SCENARIO_SHAPES=(
     [numatest8]="4n"
     [with-balancing]="4n"
 )
-# with-balancing runs by name only (`tests/vm/run.sh with-balancing`): homenode is not yet as
-# fast as the kernel alone there (docs/VM.md, scenario 9; issue 11).
-ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8)
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {

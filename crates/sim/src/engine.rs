@@ -88,25 +88,38 @@ impl Ord for Entry {
     }
 }
 
-/// A per-CPU timer in the heap: its key, slot and epoch, all plain words (the event is
-/// rebuilt from the slot when popped). Built from scalars rather than copied from an
-/// `Event`, whose 4-byte fields, just stored by the caller, would be loaded back as wider
-/// words (a store-forwarding stall on every post).
+/// A per-CPU timer in the heap: its key, then its slot and epoch packed in one word (the
+/// event is rebuilt from the slot when popped). Plain words, built from scalars: the entry
+/// is passed to the sifts through memory, and two 4-byte fields just stored by the caller
+/// and loaded back as one 8-byte word when the entry is copied stall the load (store
+/// forwarding fails) on every post.
 #[derive(Clone, Copy, Debug)]
 struct TimerEntry {
     time: Ns,
     seq: u64,
-    slot: u32,
-    epoch: u32,
+    /// The slot in the low half, the epoch in the high half.
+    slot_epoch: u64,
 }
 
 impl TimerEntry {
+    fn new(time: Ns, seq: u64, slot: u32, epoch: u32) -> Self {
+        TimerEntry {
+            time,
+            seq,
+            slot_epoch: u64::from(slot) | u64::from(epoch) << 32,
+        }
+    }
+
     fn key(&self) -> (Ns, u64) {
         (self.time, self.seq)
     }
 
     fn slot(&self) -> usize {
-        self.slot as usize
+        self.slot_epoch as u32 as usize
+    }
+
+    fn epoch(&self) -> u32 {
+        (self.slot_epoch >> 32) as u32
     }
 }
 
@@ -212,10 +225,30 @@ impl SlotHeap {
     }
 
     /// Put `moving` in the hole at `i`, moved towards the root while it is earlier than its
-    /// parent. Parents shift down into the hole; the entry is written once, at its final
-    /// place, and is passed by value rather than read back from the heap (a store just made
-    /// and loaded again in other widths stalls the load).
-    fn place_up(&mut self, mut i: usize, moving: TimerEntry) {
+    /// parent ([`SlotHeap::sift_up`] with the entry in registers).
+    #[inline(always)]
+    fn place_up(&mut self, i: usize, moving: TimerEntry) {
+        self.sift_up(i, moving.time, moving.seq, moving.slot_epoch);
+    }
+
+    /// Put `moving` in the hole at `i`, moved towards the leaves while a child is earlier
+    /// ([`SlotHeap::sift_down`] with the entry in registers).
+    #[inline(always)]
+    fn place_down(&mut self, i: usize, moving: TimerEntry) {
+        self.sift_down(i, moving.time, moving.seq, moving.slot_epoch);
+    }
+
+    /// The entry `(time, seq, slot_epoch)` into the hole at `i`, moved towards the root.
+    /// Parents shift down into the hole; the entry is written once, at its final place. It
+    /// comes as three words, not as a 24-byte entry, which would be passed through memory:
+    /// the caller has just stored its words one by one, and the wider loads of the copy
+    /// (16 bytes at once) would wait for them to reach the cache (store forwarding fails).
+    fn sift_up(&mut self, mut i: usize, time: Ns, seq: u64, slot_epoch: u64) {
+        let moving = TimerEntry {
+            time,
+            seq,
+            slot_epoch,
+        };
         let key = moving.key();
         while i > 0 {
             let parent = (i - 1) / 2;
@@ -230,8 +263,13 @@ impl SlotHeap {
         self.pos[moving.slot()] = i;
     }
 
-    /// Put `moving` in the hole at `i`, moved towards the leaves while a child is earlier.
-    fn place_down(&mut self, mut i: usize, moving: TimerEntry) {
+    /// [`SlotHeap::sift_up`] towards the leaves: moved down while a child is earlier.
+    fn sift_down(&mut self, mut i: usize, time: Ns, seq: u64, slot_epoch: u64) {
+        let moving = TimerEntry {
+            time,
+            seq,
+            slot_epoch,
+        };
         let n = self.heap.len();
         let key = moving.key();
         loop {
@@ -280,12 +318,9 @@ impl EventQueue {
         self.seq += 1;
         let seq = self.seq;
         match event.slot() {
-            Some((slot, epoch)) => self.timers.set(TimerEntry {
-                time,
-                seq,
-                slot: slot as u32,
-                epoch,
-            }),
+            Some((slot, epoch)) => self
+                .timers
+                .set(TimerEntry::new(time, seq, slot as u32, epoch)),
             None => self.once.push(Entry { time, seq, event }),
         }
     }
@@ -304,7 +339,7 @@ impl EventQueue {
         };
         let (time, event) = if from_timers {
             let e = self.timers.pop()?;
-            (e.time, Event::of_slot(e.slot, e.epoch))
+            (e.time, Event::of_slot(e.slot() as u32, e.epoch()))
         } else {
             let e = self.once.pop()?;
             (e.time, e.event)

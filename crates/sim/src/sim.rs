@@ -281,7 +281,7 @@ impl Sim {
                 job: t.job,
                 user_ns: t.user_ns,
                 sys_ns: t.sys_ns,
-                node_user_ns: t.node_user_ns.clone(),
+                node_user_ns: t.node_user_ns(),
                 first_node: t.first_cpu.map(|c| k.topo.node_of(c)),
                 home_node: self.sched.home_node(k, i).or(t.home_node),
                 mem_node_bytes: t.mem_at_exit.clone(),

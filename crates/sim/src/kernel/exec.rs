@@ -409,7 +409,7 @@ impl Kernel {
             recv_left: 0,
             user_ns: 0.0,
             sys_ns: 0.0,
-            node_user_ns: vec![0.0; nr_nodes],
+            node_user: super::task::NodeUserTime::new(nr_nodes),
             created: self.now,
             run_delay_ns: 0,
             queued_at: None,

@@ -704,7 +704,7 @@ impl Kernel {
             });
         }
         for (i, t) in self.tasks.iter().enumerate() {
-            let node_sum: f64 = t.node_user_ns.iter().sum();
+            let node_sum: f64 = t.node_user_ns().iter().sum();
             if (node_sum - t.user_ns).abs() > 1e-6 * t.user_ns.max(1.0) {
                 return Err(InvariantError::NodeUserTime {
                     task: i,

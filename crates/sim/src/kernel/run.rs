@@ -434,7 +434,7 @@ impl Kernel {
         let cold = task.cold_ns.min(d);
         task.cold_ns -= cold;
         task.user_ns += cold;
-        task.node_user_ns[node] += cold;
+        *task.node_user.on(node) += cold;
         d -= cold;
         let kernel = task.kernel_ns.min(d);
         task.kernel_ns -= kernel;
@@ -444,7 +444,7 @@ impl Kernel {
             task.work_left -= d * task.rate;
             let user = d * task.user_frac;
             task.user_ns += user;
-            task.node_user_ns[node] += user;
+            *task.node_user.on(node) += user;
             task.sys_ns += d - user;
             // What the work touched on the LLC: the lines of its operations, up to its
             // footprint in one run, or the bytes a first touch wrote.

@@ -93,7 +93,18 @@ impl RunList {
         }
     }
 
+    /// Queue `t` under `key`. The key goes on in registers ([`RunList::push_parts`]): a
+    /// 24-byte key is passed through memory, and the caller, which has just stored it there
+    /// field by field, also copies it into the task (`rq_key`) with wider loads that wait
+    /// for those stores to reach the cache (store forwarding fails).
+    #[inline(always)]
     pub fn push(&mut self, key: RqKey, t: TaskId) {
+        self.push_parts(key.0, key.1, key.2, t);
+    }
+
+    /// [`RunList::push`] of the key `(round, prio, seq)`.
+    fn push_parts(&mut self, round: u64, prio: i32, seq: u64, t: TaskId) {
+        let key = (round, prio, seq);
         self.changes += 1;
         self.len += 1;
         match &mut self.repr {

@@ -53,9 +53,11 @@ fn tasks_never_run_outside_their_affinity() {
                 n += 1;
                 assert!(t.user_ns > 0.0, "{s}: pinned task {} never ran", t.id);
                 assert_eq!(
-                    t.node_user_ns[1], 0.0,
+                    t.node_user_ns()[1],
+                    0.0,
                     "{s} seed {seed}: task {} pinned to node 0 ran {} ns on node 1",
-                    t.id, t.node_user_ns[1]
+                    t.id,
+                    t.node_user_ns()[1]
                 );
                 assert_eq!(t.first_cpu.map(|c| topo.node_of(c)), Some(0), "{s}");
             }
@@ -141,7 +143,7 @@ fn single_cpu_affinity_holds_while_other_cpus_idle() {
         let pinned: Vec<_> = k.tasks.iter().filter(|t| t.program == 0).collect();
         assert_eq!(pinned.len(), 3);
         for t in &pinned {
-            assert_eq!(t.node_user_ns[0], 0.0, "{s}: task {} ran on node 0", t.id);
+            assert_eq!(t.node_user_ns()[0], 0.0, "{s}: task {} ran on node 0", t.id);
             assert_eq!(t.first_cpu, Some(3), "{s}");
             assert_eq!(t.migrations, 0, "{s}: a task pinned to one CPU moved");
         }

@@ -70,7 +70,7 @@ fn every_scheduler_conserves_time_memory_and_work() {
                 assert!(t.exited.expect("exited") <= end);
             }
             for j in &jobs {
-                let sum: f64 = j.node_user_ns.iter().sum();
+                let sum: f64 = j.node_user_ns().iter().sum();
                 assert!((sum - j.user_ns).abs() <= 1e-6 * j.user_ns, "{ctx}");
                 assert!(
                     j.user_ns >= min_job_user_ns,

@@ -105,7 +105,7 @@ fn pmqs_with_balancer_off_never_moves_a_task_between_pools() {
     assert_eq!(cross_node_moves(&sim, &calls), 0);
     assert!(calls.iter().all(|c| c.cpu.is_some()), "no timer when off");
     // The jobs never wake elsewhere (they do not sleep), so node 1 never ran anything.
-    assert!(sim.k.tasks.iter().all(|t| t.node_user_ns[1] == 0.0));
+    assert!(sim.k.tasks.iter().all(|t| t.node_user_ns()[1] == 0.0));
     // With the 500 ms balancer, moves between pools happen, and only through the timer,
     // from the most to the least loaded pool.
     let (calls, sim) = probe_run(SMALL, &w, "pmqs", 1);

@@ -105,6 +105,22 @@ fn reasons_read_well() {
     );
 }
 
+/// The VM rig's `4n` guest: four nodes of 2 CPUs and 2 GiB in a ring (SLIT 21 to the
+/// neighbours, 31 across).
+fn ring4() -> Topology {
+    let mut t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    for a in 0..4usize {
+        for b in 0..4usize {
+            t.distance[a][b] = match (a + 4 - b) % 4 {
+                0 => 10,
+                2 => 31,
+                _ => 21,
+            };
+        }
+    }
+    t
+}
+
 /// The VM rig's `with-balancing` (issue 11): four single-threaded 96 MiB hogs on four 2-CPU
 /// nodes in a ring, which the kernel's NUMA balancing had mostly placed: pid 1 ran on node 3
 /// with 83% of its memory there, pid 3 on node 1 with 90% there, pid 4 on node 0 with all of
@@ -117,16 +133,7 @@ fn reasons_read_well() {
 /// moves, where 304 MiB did.
 #[test]
 fn candidates_homed_together_keep_their_memory_nodes() {
-    let mut t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
-    for a in 0..4usize {
-        for b in 0..4usize {
-            t.distance[a][b] = match (a + 4 - b) % 4 {
-                0 => 10,
-                2 => 31,
-                _ => 21,
-            };
-        }
-    }
+    let t = ring4();
     let procs = vec![
         proc(&t, 1, 1.0, 1, 3, &[16 * MIB, 0, 0, 80 * MIB]),
         proc(&t, 2, 1.0, 1, 3, &[96 * MIB, 0, 0, 0]),
@@ -321,16 +328,7 @@ fn rebalance_moves_the_cheapest_after_hysteresis() {
 /// imbalanced by the rebalancer's own rule. Each gets a node of its own.
 #[test]
 fn first_homes_do_not_create_an_imbalance() {
-    let mut t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
-    for a in 0..4usize {
-        for b in 0..4usize {
-            t.distance[a][b] = match (a + 4 - b) % 4 {
-                0 => 10,
-                2 => 31,
-                _ => 21,
-            };
-        }
-    }
+    let t = ring4();
     let mut other = proc(&t, 9, 2.0, 2, 0, &[0, 0, 0, 0]);
     other.leave_alone = true;
     let mut procs: Vec<ProcessView> = [(1, 1), (2, 3), (3, 1)]

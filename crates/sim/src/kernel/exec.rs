@@ -263,23 +263,13 @@ impl Kernel {
     /// Return the buffer of channel `c`'s reader list, taken to wake them all, emptied, so
     /// that the next blocked reader does not allocate (a message exchange blocks and wakes
     /// readers all the time). Readers that blocked meanwhile are kept.
-    fn give_back_readers(&mut self, c: usize, mut taken: Vec<TaskId>) {
-        let w = &mut self.chan_waiters[c];
-        if w.readers.is_empty() {
-            taken.clear();
-            w.readers = taken;
-        }
-        self.chans[c].nr_readers = w.readers.len() as u32;
+    fn give_back_readers(&mut self, c: usize, taken: Vec<TaskId>) {
+        self.chans[c].nr_readers = give_back(&mut self.chan_waiters[c].readers, taken);
     }
 
     /// [`Kernel::give_back_readers`] for the writers.
-    fn give_back_writers(&mut self, c: usize, mut taken: Vec<TaskId>) {
-        let w = &mut self.chan_waiters[c];
-        if w.writers.is_empty() {
-            taken.clear();
-            w.writers = taken;
-        }
-        self.chans[c].nr_writers = w.writers.len() as u32;
+    fn give_back_writers(&mut self, c: usize, taken: Vec<TaskId>) {
+        self.chans[c].nr_writers = give_back(&mut self.chan_waiters[c].writers, taken);
     }
 
     /// The first of `chans` without room for `msgs` more messages under a `buffer` limit
@@ -572,4 +562,14 @@ impl Kernel {
             });
         false
     }
+}
+
+/// Put the emptied buffer `taken` back as the waiter list `list` unless tasks blocked on it
+/// meanwhile (then they are kept); returns how many wait on it now.
+fn give_back(list: &mut Vec<TaskId>, mut taken: Vec<TaskId>) -> u32 {
+    if list.is_empty() {
+        taken.clear();
+        *list = taken;
+    }
+    list.len() as u32
 }

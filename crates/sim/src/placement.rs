@@ -258,10 +258,11 @@ impl Placement {
                 let delay = task.run_delay_at(k.now);
                 let w = delay.saturating_sub(pdelay) as f64;
                 wait_ns += w;
-                for (x, (a, b)) in task.node_user_ns().iter().zip(&pnode).enumerate() {
+                let node_user = task.node_user_ns();
+                for (x, (a, b)) in node_user.iter().zip(&pnode).enumerate() {
                     node_ns[x] += (a - b).max(0.0);
                 }
-                cur.tasks.insert(t, (total, task.node_user_ns(), delay));
+                cur.tasks.insert(t, (total, node_user, delay));
                 if task.exited.is_none() {
                     per_thread.push(ThreadView {
                         tid: t as u32,

@@ -406,7 +406,7 @@ impl Kernel {
             exited: None,
             first_cpu: None,
             last_ran: self.now,
-            ran: exec || parent.is_none(),
+            from_exec: exec || parent.is_none(),
             last_llc: None,
             llc_mark: 0.0,
             proc_mark: 0.0,

@@ -546,9 +546,9 @@ impl Kernel {
 
     /// Whether `task` counts as cache hot: it stopped running less than `cache_decay` ago. The
     /// fair class measures from `se.exec_start`, which a task that has not run since its fork
-    /// does not have yet ([`Task::ran`]), so such a task is never hot there.
+    /// does not have yet ([`Task::has_run`]), so such a task is never hot there.
     fn cache_hot(&self, task: &Task) -> bool {
-        if self.params.fair.is_some() && !task.ran {
+        if self.params.fair.is_some() && !task.has_run() {
             return false;
         }
         self.now.saturating_sub(task.last_ran) < self.params.cache_decay

@@ -272,7 +272,6 @@ impl Kernel {
             if self.tasks[t].first_cpu.is_none() {
                 self.tasks[t].first_cpu = Some(cpu);
             }
-            self.tasks[t].ran = true;
             self.charge_cold_cache(t, cpu);
             if self.tasks[t].work == PhaseWork::None {
                 self.advance(s, t);

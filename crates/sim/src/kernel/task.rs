@@ -84,12 +84,12 @@ pub struct Task {
     pub first_cpu: Option<CpuId>,
     /// When it last stopped running (cache-hot test).
     pub last_ran: Ns,
-    /// Whether it has run since it was created. A task made by exec has (it ran to call
-    /// exec); a child of a plain fork or clone has not until it is first picked. CFS and
-    /// EEVDF start a new task's `se.exec_start` at 0 (`__sched_fork`), so `task_hot` never
-    /// counts such a task hot; the O(1) bases stamp the child at fork
-    /// (`p->sleep_timestamp = jiffies` in 2.5's `do_fork`) and do.
-    pub ran: bool,
+    /// Made by exec (or launched, which a shell does by exec): it ran to call exec before
+    /// its creation here, so it has run even before it is first picked (`first_cpu`). A child
+    /// of a plain fork or clone has not run until then. CFS and EEVDF start a new task's
+    /// `se.exec_start` at 0 (`__sched_fork`), so `task_hot` never counts such a child hot;
+    /// the O(1) bases stamp it at fork (`p->sleep_timestamp = jiffies` in 2.5's `do_fork`).
+    pub from_exec: bool,
     /// LLC whose cache holds its working set, if any.
     pub last_llc: Option<usize>,
     /// When the task last left a CPU of that LLC: the LLC's count of bytes touched
@@ -197,6 +197,11 @@ pub struct OpCache {
 }
 
 impl Task {
+    /// Whether it has run: made by exec, or picked once since its fork.
+    pub fn has_run(&self) -> bool {
+        self.from_exec || self.first_cpu.is_some()
+    }
+
     /// User time spent on each node, ns.
     pub fn node_user_ns(&self) -> Vec<f64> {
         self.node_user.to_vec()

@@ -185,10 +185,11 @@ pub fn run(a: RunArgs) -> Result<()> {
         if let (Some(&max), false) = (v.last(), v.is_empty()) {
             let med = v[v.len() / 2];
             eprintln!(
-                "daemon CPU per interval: median {:.3} ms, max {:.3} ms over {} intervals",
+                "daemon CPU per interval: median {:.3} ms, max {:.3} ms over {} intervals; {} took longer than the interval",
                 med * 1e3,
                 max * 1e3,
-                v.len()
+                v.len(),
+                summary.overruns
             );
         }
     }
@@ -255,7 +256,7 @@ pub fn status(a: StatusArgs) -> Result<()> {
         return Ok(());
     }
     outln!(
-        "homenode {}: policy {}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU",
+        "homenode {}: policy {}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU in {:.0} ms",
         r.version,
         r.policy,
         if r.dry_run { " (dry run)" } else { "" },
@@ -266,7 +267,8 @@ pub fn status(a: StatusArgs) -> Result<()> {
         r.interval_s,
         r.processes_seen,
         r.candidates,
-        r.last_cpu_ms
+        r.last_cpu_ms,
+        r.last_wall_ms
     );
     let mut nodes = comfy_table::Table::new();
     nodes.load_preset(comfy_table::presets::NOTHING);

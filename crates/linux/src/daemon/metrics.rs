@@ -15,6 +15,7 @@
 //! | `homenode_skipped_processes` (counter) | reason | candidates left alone |
 //! | `homenode_kernel_numa_events` | counter | `/proc/vmstat` `numa_*`, `pgmigrate_*` over the last interval |
 //! | `homenode_interval_cpu_seconds` | | the daemon's CPU time in the last interval |
+//! | `homenode_interval_wall_seconds` | | wall time of the last interval's work (above the interval: it overran) |
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -126,6 +127,13 @@ pub fn render(r: &StatusReport) -> String {
         "interval_cpu_seconds",
         "The daemon's CPU time in the last interval",
         cpu,
+    );
+    let wall: Gauge<f64, AtomicU64> = Gauge::default();
+    wall.set(r.last_wall_ms / 1000.0);
+    reg.register(
+        "interval_wall_seconds",
+        "Wall time of the daemon's last interval's work",
+        wall,
     );
     let mut out = String::new();
     // Writing into a String cannot fail.

@@ -107,6 +107,12 @@ pub struct IntervalReport {
     pub cpu_s: f64,
     /// Of which: sampling `/proc` (light and full passes), seconds.
     pub sample_cpu_s: f64,
+    /// Wall time of the whole interval's work, of sampling, and of memory moves, seconds.
+    pub wall_s: f64,
+    pub sample_wall_s: f64,
+    pub move_wall_s: f64,
+    /// Pages found to move but left for the next interval (its time for moves ran out).
+    pub pages_left: u64,
     pub light_read: usize,
     pub candidates: usize,
 }
@@ -290,6 +296,7 @@ impl Daemon {
             &self.cfg.rules,
         )?;
         let sample_cpu_s = thread_cpu_s() - cpu0;
+        let sample_wall_s = now.elapsed().as_secs_f64();
         for e in &sample.full.errors {
             // Once per file: a process whose file cannot be read (EACCES on PID 1 in a
             // container, say) stays unreadable, and is dropped from every scan.
@@ -337,6 +344,7 @@ impl Daemon {
             light_read: sample.light_read,
             candidates: cands.len(),
             sample_cpu_s,
+            sample_wall_s,
             ..IntervalReport::default()
         };
         self.forget_exited(&sample);
@@ -360,13 +368,24 @@ impl Daemon {
             .lock()
             .map(|s| s.counters.clone())
             .unwrap_or_default();
+        // Memory moves run in this thread: they get a share of the interval, counted from
+        // its start, so that a slow host (or a large move) cannot hold up the next decision.
+        let move_deadline = now
+            + Duration::from_secs_f64(
+                self.cfg.placement.interval_s * f64::from(self.cfg.memory.move_time_pct) / 100.0,
+            );
         for a in actions {
-            let outcome = self.apply(&a, &mut counters);
+            let t = Instant::now();
+            let outcome = self.apply(&a, &mut counters, move_deadline, &mut report);
+            if matches!(a, Action::MoveMemory { .. }) {
+                report.move_wall_s += t.elapsed().as_secs_f64();
+            }
             report.actions.push((a, outcome));
         }
         counters.scan_errors += sample.full.errors.len() as u64;
         self.intervals += 1;
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
+        report.wall_s = now.elapsed().as_secs_f64();
         self.publish(&snap, &cands, counters, &report, sample.light.len());
         if let Ok(mut s) = self.status.lock() {
             s.kernel_numa = kernel_numa;
@@ -374,7 +393,13 @@ impl Daemon {
         Ok(report)
     }
 
-    fn apply(&mut self, a: &Action, counters: &mut status::Counters) -> Outcome {
+    fn apply(
+        &mut self,
+        a: &Action,
+        counters: &mut status::Counters,
+        move_deadline: Instant,
+        report: &mut IntervalReport,
+    ) -> Outcome {
         let key = ProcessKey {
             pid: a.pid(),
             starttime: a.start_time(),
@@ -409,9 +434,10 @@ impl Daemon {
             Action::MoveMemory {
                 from, to, bytes, ..
             } => {
-                let (o, m) = self
-                    .actuator
-                    .move_memory(&self.host, key, *from, *to, *bytes);
+                let (o, m) =
+                    self.actuator
+                        .move_memory(&self.host, key, (*from, *to), *bytes, move_deadline);
+                report.pages_left += m.pages_left;
                 counters.pages_moved += m.pages_moved;
                 counters.pages_failed += m.pages_failed;
                 counters.bytes_moved += m.bytes_moved;
@@ -615,6 +641,7 @@ impl Daemon {
             s.intervals = self.intervals;
             s.uptime_s = self.started.elapsed().as_secs_f64();
             s.last_cpu_ms = report.cpu_s * 1000.0;
+            s.last_wall_ms = report.wall_s * 1000.0;
             s.processes_seen = seen;
             s.candidates = cands.len();
             s.nodes = nodes;
@@ -736,6 +763,8 @@ pub struct RunSummary {
     pub intervals: u64,
     /// Loop-thread CPU time per interval, seconds.
     pub cpu_per_interval_s: Vec<f64>,
+    /// Intervals whose work took longer than the period.
+    pub overruns: u64,
     pub restore: RestoreReport,
 }
 
@@ -807,6 +836,7 @@ pub fn run_reloading(
     let mut failures: u32 = 0;
     let mut last_error = String::new();
     let mut next = Instant::now();
+    let mut last_overrun_warning: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
         if max_intervals.is_some_and(|m| summary.intervals >= m) {
             break;
@@ -817,6 +847,17 @@ pub fn run_reloading(
             Ok(Ok(rep)) => {
                 failures = 0;
                 summary.cpu_per_interval_s.push(rep.cpu_s);
+                if let Some(note) = overrun_note(&rep, period.as_secs_f64()) {
+                    summary.overruns += 1;
+                    // Said at most once a minute: a host too slow for the interval would
+                    // otherwise fill the log.
+                    if last_overrun_warning.is_none_or(|t: Instant| t.elapsed() >= OVERRUN_QUIET) {
+                        tracing::warn!("{note}");
+                        last_overrun_warning = Some(Instant::now());
+                    } else {
+                        tracing::debug!("{note}");
+                    }
+                }
             }
             Ok(Err(e)) => {
                 failures += 1;
@@ -864,6 +905,31 @@ pub fn run_reloading(
     Ok(summary)
 }
 
+/// Least time between two warnings that an interval overran its period.
+const OVERRUN_QUIET: Duration = Duration::from_secs(60);
+
+/// When an interval's work took longer than its period, one line saying where the time went.
+pub fn overrun_note(rep: &IntervalReport, period_s: f64) -> Option<String> {
+    if rep.wall_s <= period_s {
+        return None;
+    }
+    let mut s = format!(
+        "an interval took {:.1} s, more than its {period_s} s period: sampling /proc {:.1} s, \
+         memory moves {:.1} s, the rest {:.1} s",
+        rep.wall_s,
+        rep.sample_wall_s,
+        rep.move_wall_s,
+        (rep.wall_s - rep.sample_wall_s - rep.move_wall_s).max(0.0)
+    );
+    if rep.pages_left > 0 {
+        s.push_str(&format!(
+            " ({} pages left to move in the next; memory.move_time_pct bounds the moves)",
+            rep.pages_left
+        ));
+    }
+    Some(s)
+}
+
 /// Times a homed process may widen its own mask again before it is left alone.
 pub const MAX_WIDENINGS: u32 = 3;
 
@@ -894,5 +960,38 @@ fn take_new_config(d: &mut Daemon, r: &Reload<'_>) {
             }
         }
         Err(e) => tracing::error!("reload refused, the running configuration stays: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_within_its_period_says_nothing() {
+        let rep = IntervalReport {
+            wall_s: 1.9,
+            ..IntervalReport::default()
+        };
+        assert_eq!(overrun_note(&rep, 2.0), None);
+    }
+
+    #[test]
+    fn an_overrun_says_where_the_time_went() {
+        let rep = IntervalReport {
+            wall_s: 7.4,
+            sample_wall_s: 0.3,
+            move_wall_s: 6.9,
+            pages_left: 4096,
+            ..IntervalReport::default()
+        };
+        let note = overrun_note(&rep, 2.0).expect("overran");
+        assert!(
+            note.contains("took 7.4 s, more than its 2 s period"),
+            "{note}"
+        );
+        assert!(note.contains("memory moves 6.9 s"), "{note}");
+        assert!(note.contains("the rest 0.2 s"), "{note}");
+        assert!(note.contains("4096 pages left"), "{note}");
     }
 }

@@ -80,6 +80,9 @@ pub struct StatusReport {
     pub uptime_s: f64,
     /// Daemon CPU time of the last interval's work, ms.
     pub last_cpu_ms: f64,
+    /// Wall time of the last interval's work, ms (more than the interval: it overran).
+    #[serde(default)]
+    pub last_wall_ms: f64,
     /// Processes read in the light pass, and candidates read closely.
     pub processes_seen: usize,
     pub candidates: usize,

@@ -10,16 +10,13 @@
 //! - **MoveMemory**: find pages of the process's private mappings that are on the source node
 //!   (`move_pages` status queries, at most `max_query_pages` per action, resuming where the
 //!   previous action on that process stopped), then move up to the asked bytes to the
-//!   destination with `move_pages` in batches of `batch_pages`, until the interval's time for
-//!   moves is used up (`move_time_pct`; checked between batches, after the first, so every
-//!   move makes progress). The search resumes at the first page not moved. Skipped under fake
-//!   NUMA, where the pseudo-nodes share one real node.
+//!   destination with `move_pages` in batches of `batch_pages`. Skipped under fake NUMA, where
+//!   the pseudo-nodes share one real node.
 //!
 //! In a dry run nothing is called and nothing is written: the outcome is [`Outcome::DryRun`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use topo::{CpuSet, NodeId};
 
@@ -75,8 +72,6 @@ pub struct Moved {
     pub pages_moved: u64,
     pub pages_failed: u64,
     pub bytes_moved: u64,
-    /// Pages found to move but left for the next interval: its time for moves ran out.
-    pub pages_left: u64,
 }
 
 /// Applies actions.
@@ -181,15 +176,14 @@ impl Actuator {
         }
     }
 
-    /// Moves up to `bytes` of process `key`'s memory from topology node `from` to `to`,
-    /// stopping between batches once `deadline` has passed.
+    /// Moves up to `bytes` of process `key`'s memory from topology node `from` to `to`.
     pub fn move_memory(
         &mut self,
         host: &Host,
         key: ProcessKey,
-        (from, to): (NodeId, NodeId),
+        from: NodeId,
+        to: NodeId,
         bytes: u64,
-        deadline: Instant,
     ) -> (Outcome, Moved) {
         if self.dry_run {
             return (Outcome::DryRun, Moved::default());
@@ -208,8 +202,14 @@ impl Actuator {
                 Moved::default(),
             );
         };
-        match self.try_move(key, (kfrom, kto), bytes, deadline) {
-            Ok(Some(m)) => (Outcome::Done(describe_move(&m)), m),
+        match self.try_move(key, kfrom, kto, bytes) {
+            Ok(Some(m)) => (
+                Outcome::Done(format!(
+                    "{} pages moved, {} failed",
+                    m.pages_moved, m.pages_failed
+                )),
+                m,
+            ),
             Ok(None) => (
                 Outcome::Skipped("the process exited".into()),
                 Moved::default(),
@@ -221,9 +221,9 @@ impl Actuator {
     fn try_move(
         &mut self,
         key: ProcessKey,
-        (kfrom, kto): (usize, usize),
+        kfrom: usize,
+        kto: usize,
         bytes: u64,
-        deadline: Instant,
     ) -> Result<Option<Moved>, Error> {
         let page = page_size();
         let want = (bytes / page).max(1) as usize;
@@ -272,90 +272,25 @@ impl Actuator {
             }
             last = chunk.last().map_or(last, |a| a.saturating_add(1));
         }
+        self.cursors.insert(key, last);
         found.truncate(want);
+        if found.is_empty() {
+            return Ok(Some(Moved::default()));
+        }
         let opts = MoveOptions {
             batch,
             move_all: false,
         };
-        let Some(batches) = move_in_batches(
-            &found,
-            batch,
-            || Instant::now() >= deadline,
-            |chunk| migrate::move_pages(key.pid, chunk, kto, opts),
-        )?
-        else {
+        let Live::Alive(report) = migrate::move_pages(key.pid, &found, kto, opts)? else {
             return Ok(None);
         };
-        // Pages found but not tried are still on the source node: the next search starts at
-        // the first of them, not past them.
-        let resume = batches.first_left.map_or(last, |i| found[i]);
-        self.cursors.insert(key, resume);
-        let moved = batches.on_node(kto) as u64;
+        let moved = report.on_node(kto) as u64;
         Ok(Some(Moved {
             pages_moved: moved,
-            pages_failed: batches.failed() as u64,
+            pages_failed: report.failed() as u64,
             bytes_moved: moved * page,
-            pages_left: batches.first_left.map_or(0, |i| (found.len() - i) as u64),
         }))
     }
-}
-
-/// "N pages moved, M failed", and what the clock left for the next interval.
-fn describe_move(m: &Moved) -> String {
-    let mut s = format!("{} pages moved, {} failed", m.pages_moved, m.pages_failed);
-    if m.pages_left > 0 {
-        s.push_str(&format!(
-            "; the interval's time for moves ran out, {} pages left for the next",
-            m.pages_left
-        ));
-    }
-    s
-}
-
-/// What [`move_in_batches`] did: every page tried, and where it stopped early.
-struct Batches {
-    status: Vec<migrate::PageStatus>,
-    /// Index of the first page not tried (the clock ran out), if any.
-    first_left: Option<usize>,
-}
-
-impl Batches {
-    fn on_node(&self, node: usize) -> usize {
-        self.status
-            .iter()
-            .filter(|s| s.node() == Some(node))
-            .count()
-    }
-
-    fn failed(&self) -> usize {
-        self.status.iter().filter(|s| s.node().is_none()).count()
-    }
-}
-
-/// Moves `pages` with `mv`, `batch` at a time, until all are tried or `out_of_time` says
-/// stop. The clock is asked between batches and never before the first, so every action
-/// moves something however slow the host. `None` when the process exited.
-fn move_in_batches<E>(
-    pages: &[usize],
-    batch: usize,
-    mut out_of_time: impl FnMut() -> bool,
-    mut mv: impl FnMut(&[usize]) -> Result<Live<migrate::MoveReport>, E>,
-) -> Result<Option<Batches>, E> {
-    let mut done = Batches {
-        status: Vec::with_capacity(pages.len()),
-        first_left: None,
-    };
-    for (i, chunk) in pages.chunks(batch.max(1)).enumerate() {
-        if i > 0 && out_of_time() {
-            done.first_left = Some(i * batch.max(1));
-            break;
-        }
-        let Live::Alive(r) = mv(chunk)? else {
-            return Ok(None);
-        };
-        done.status.extend(r.status);
-    }
-    Ok(Some(done))
 }
 
 /// A process already journaled gets its home changed: threads born since the recording are
@@ -429,77 +364,6 @@ mod tests {
             starttime,
             cpus: set(cpus),
         }
-    }
-
-    /// A mover that puts every page of a call on node 1 and counts its calls.
-    fn to_node_1(
-        calls: &mut Vec<Vec<usize>>,
-        chunk: &[usize],
-    ) -> Result<Live<migrate::MoveReport>, ()> {
-        calls.push(chunk.to_vec());
-        Ok(Live::Alive(migrate::MoveReport {
-            status: vec![migrate::PageStatus::Node(1); chunk.len()],
-            batches: 1,
-        }))
-    }
-
-    /// The VM rig's `with-balancing` boot where one interval spent about 7 s moving 304 MiB
-    /// under TCG and delayed every decision after it: moves stop once the interval's time is
-    /// used up, and say where the next one starts.
-    #[test]
-    fn moves_stop_between_batches_when_the_time_is_used_up() {
-        let pages: Vec<usize> = (0..10).map(|i| 0x1000 * (i + 1)).collect();
-        let mut calls = Vec::new();
-        let mut asked = 0;
-        let done = move_in_batches(
-            &pages,
-            3,
-            || {
-                asked += 1;
-                asked > 1
-            },
-            |c| to_node_1(&mut calls, c),
-        )
-        .expect("moved")
-        .expect("alive");
-        assert_eq!(calls, vec![pages[0..3].to_vec(), pages[3..6].to_vec()]);
-        assert_eq!(done.on_node(1), 6);
-        assert_eq!(done.first_left, Some(6));
-    }
-
-    #[test]
-    fn a_move_past_its_time_still_moves_one_batch() {
-        let pages: Vec<usize> = (0..5).map(|i| 0x1000 * (i + 1)).collect();
-        let mut calls = Vec::new();
-        let done = move_in_batches(&pages, 2, || true, |c| to_node_1(&mut calls, c))
-            .expect("moved")
-            .expect("alive");
-        assert_eq!(calls.len(), 1);
-        assert_eq!(done.on_node(1), 2);
-        assert_eq!(done.first_left, Some(2));
-        let m = Moved {
-            pages_moved: 2,
-            pages_left: 3,
-            ..Moved::default()
-        };
-        assert!(describe_move(&m).contains("3 pages left for the next"));
-    }
-
-    #[test]
-    fn moves_with_time_to_spare_try_every_page_and_a_gone_process_stops_them() {
-        let pages: Vec<usize> = (0..7).map(|i| 0x1000 * (i + 1)).collect();
-        let mut calls = Vec::new();
-        let done = move_in_batches(&pages, 3, || false, |c| to_node_1(&mut calls, c))
-            .expect("moved")
-            .expect("alive");
-        assert_eq!(calls.len(), 3);
-        assert_eq!(
-            (done.on_node(1), done.failed(), done.first_left),
-            (7, 0, None)
-        );
-        let gone =
-            move_in_batches(&pages, 3, || false, |_| Ok::<_, ()>(Live::Gone)).expect("no error");
-        assert!(gone.is_none());
     }
 
     #[test]

@@ -21,7 +21,6 @@
 //!
 //! [memory]
 //! batch_pages = 1024
-//! move_time_pct = 100            # memory moves never run past the interval's end
 //!
 //! [placement]
 //! interval_s = 2.0               # seconds between decisions (the simulator's interval too)
@@ -103,11 +102,6 @@ pub struct MemoryConfig {
     /// Pages whose node is queried per `move_pages` status call while looking for pages to
     /// move, at most this many per action (bounds the work of one action).
     pub max_query_pages: usize,
-    /// Percent of the interval that one interval's memory moves may take, wall time, counted
-    /// from the interval's start. The moves run in the loop thread: a large move would
-    /// otherwise delay every decision after it. What is left over moves in the next interval.
-    /// 100 (the default) lets moves use the interval to its end, never past it.
-    pub move_time_pct: u32,
 }
 
 impl Default for MemoryConfig {
@@ -115,7 +109,6 @@ impl Default for MemoryConfig {
         MemoryConfig {
             batch_pages: 1024,
             max_query_pages: 262_144,
-            move_time_pct: 100,
         }
     }
 }
@@ -352,13 +345,6 @@ impl DaemonConfig {
                 "must be between 1 and 1048576",
             ));
         }
-        if !(1..=100).contains(&self.memory.move_time_pct) {
-            return Err(bad(
-                "memory.move_time_pct",
-                self.memory.move_time_pct.to_string(),
-                "must be between 1 and 100 (percent of the interval)",
-            ));
-        }
         self.placement
             .homenode
             .validate()
@@ -589,8 +575,6 @@ comms = ["postgres"]
             ("fake_numa = 1", "fake_numa"),
             ("metrics = \"0.0.0.0:9750\"", "metrics"),
             ("[memory]\nbatch_pages = 0", "memory.batch_pages"),
-            ("[memory]\nmove_time_pct = 0", "memory.move_time_pct"),
-            ("[memory]\nmove_time_pct = 101", "memory.move_time_pct"),
             (
                 "[placement.homenode]\nimbalance_pct = 50",
                 "placement.homenode.imbalance_pct",

@@ -111,8 +111,6 @@ pub struct IntervalReport {
     pub wall_s: f64,
     pub sample_wall_s: f64,
     pub move_wall_s: f64,
-    /// Pages found to move but left for the next interval (its time for moves ran out).
-    pub pages_left: u64,
     pub light_read: usize,
     pub candidates: usize,
 }
@@ -368,15 +366,9 @@ impl Daemon {
             .lock()
             .map(|s| s.counters.clone())
             .unwrap_or_default();
-        // Memory moves run in this thread: they get a share of the interval, counted from
-        // its start, so that a slow host (or a large move) cannot hold up the next decision.
-        let move_deadline = now
-            + Duration::from_secs_f64(
-                self.cfg.placement.interval_s * f64::from(self.cfg.memory.move_time_pct) / 100.0,
-            );
         for a in actions {
             let t = Instant::now();
-            let outcome = self.apply(&a, &mut counters, move_deadline, &mut report);
+            let outcome = self.apply(&a, &mut counters);
             if matches!(a, Action::MoveMemory { .. }) {
                 report.move_wall_s += t.elapsed().as_secs_f64();
             }
@@ -393,13 +385,7 @@ impl Daemon {
         Ok(report)
     }
 
-    fn apply(
-        &mut self,
-        a: &Action,
-        counters: &mut status::Counters,
-        move_deadline: Instant,
-        report: &mut IntervalReport,
-    ) -> Outcome {
+    fn apply(&mut self, a: &Action, counters: &mut status::Counters) -> Outcome {
         let key = ProcessKey {
             pid: a.pid(),
             starttime: a.start_time(),
@@ -434,10 +420,9 @@ impl Daemon {
             Action::MoveMemory {
                 from, to, bytes, ..
             } => {
-                let (o, m) =
-                    self.actuator
-                        .move_memory(&self.host, key, (*from, *to), *bytes, move_deadline);
-                report.pages_left += m.pages_left;
+                let (o, m) = self
+                    .actuator
+                    .move_memory(&self.host, key, *from, *to, *bytes);
                 counters.pages_moved += m.pages_moved;
                 counters.pages_failed += m.pages_failed;
                 counters.bytes_moved += m.bytes_moved;
@@ -913,21 +898,14 @@ pub fn overrun_note(rep: &IntervalReport, period_s: f64) -> Option<String> {
     if rep.wall_s <= period_s {
         return None;
     }
-    let mut s = format!(
+    Some(format!(
         "an interval took {:.1} s, more than its {period_s} s period: sampling /proc {:.1} s, \
          memory moves {:.1} s, the rest {:.1} s",
         rep.wall_s,
         rep.sample_wall_s,
         rep.move_wall_s,
         (rep.wall_s - rep.sample_wall_s - rep.move_wall_s).max(0.0)
-    );
-    if rep.pages_left > 0 {
-        s.push_str(&format!(
-            " ({} pages left to move in the next; memory.move_time_pct bounds the moves)",
-            rep.pages_left
-        ));
-    }
-    Some(s)
+    ))
 }
 
 /// Times a homed process may widen its own mask again before it is left alone.
@@ -982,7 +960,6 @@ mod tests {
             wall_s: 7.4,
             sample_wall_s: 0.3,
             move_wall_s: 6.9,
-            pages_left: 4096,
             ..IntervalReport::default()
         };
         let note = overrun_note(&rep, 2.0).expect("overran");
@@ -992,6 +969,5 @@ mod tests {
         );
         assert!(note.contains("memory moves 6.9 s"), "{note}");
         assert!(note.contains("the rest 0.2 s"), "{note}");
-        assert!(note.contains("4096 pages left"), "{note}");
     }
 }

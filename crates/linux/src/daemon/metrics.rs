@@ -121,24 +121,29 @@ pub fn render(r: &StatusReport) -> String {
         "The kernel's /proc/vmstat NUMA counters over the last interval",
         kernel,
     );
-    let cpu: Gauge<f64, AtomicU64> = Gauge::default();
-    cpu.set(r.last_cpu_ms / 1000.0);
-    reg.register(
+    seconds_gauge(
+        &mut reg,
         "interval_cpu_seconds",
         "The daemon's CPU time in the last interval",
-        cpu,
+        r.last_cpu_ms / 1000.0,
     );
-    let wall: Gauge<f64, AtomicU64> = Gauge::default();
-    wall.set(r.last_wall_ms / 1000.0);
-    reg.register(
+    seconds_gauge(
+        &mut reg,
         "interval_wall_seconds",
         "Wall time of the daemon's last interval's work",
-        wall,
+        r.last_wall_ms / 1000.0,
     );
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = encode(&mut out, &reg);
     out
+}
+
+/// Registers one unlabelled gauge holding `v`.
+fn seconds_gauge(reg: &mut Registry, name: &str, help: &str, v: f64) {
+    let g: Gauge<f64, AtomicU64> = Gauge::default();
+    g.set(v);
+    reg.register(name, help, g);
 }
 
 /// The HTTP endpoint; dropping it stops serving.
@@ -299,6 +304,8 @@ mod tests {
         r.counters.pages_moved = 512;
         r.counters.skipped.insert("realtime".into(), 2);
         r.kernel_numa.insert("numa_hint_faults".into(), 77);
+        r.last_cpu_ms = 3.0;
+        r.last_wall_ms = 7500.0;
         r
     }
 
@@ -313,6 +320,8 @@ mod tests {
             "homenode_pages_moved_total 512",
             "homenode_skipped_processes_total{reason=\"realtime\"} 2",
             "homenode_kernel_numa_events{counter=\"numa_hint_faults\"} 77",
+            "homenode_interval_cpu_seconds 0.003",
+            "homenode_interval_wall_seconds 7.5",
             "# EOF",
         ] {
             assert!(t.contains(want), "missing {want} in\n{t}");

@@ -196,6 +196,17 @@ pub struct OpCache {
     pub op: LinearOp,
 }
 
+impl OpCache {
+    /// Whether it was computed for phase `pc` on `node` with an LLC share of these bits
+    /// and its process's memory at `mem_version`.
+    pub fn fits(&self, (pc, node, share_bits, mem_version): (usize, NodeId, u64, u64)) -> bool {
+        self.pc == pc
+            && self.node == node
+            && self.share_bits == share_bits
+            && self.mem_version == mem_version
+    }
+}
+
 impl Task {
     /// Whether it has run: made by exec, or picked once since its fork.
     pub fn has_run(&self) -> bool {

@@ -5,7 +5,7 @@
 use super::contention;
 use super::cost;
 use super::solve_memo;
-use super::task::{OpCache, PhaseWork, TaskState};
+use super::task::{PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::program::Phase;
 use std::collections::HashMap;
@@ -230,35 +230,30 @@ impl Kernel {
         } else {
             Vec::new()
         };
-        // The decomposition being replaced lends its buffers to the new one.
-        let mut lin = self.tasks[t]
-            .op_cache
-            .take()
-            .map(|c| c.op)
-            .unwrap_or_default();
+        // The decomposition being replaced lends its box and buffers to the new one.
+        let mut cache = self.tasks[t].op_cache.take().unwrap_or_default();
+        let lin = &mut cache.op;
         let regions = &self.procs[pid].regions;
         // Contended decompositions depend on the other threads (`xfer`): not in the memo.
         let keyed = !contended && self.op_memo.key((program, pc, node, share_bits), regions);
-        if !(keyed && self.op_memo.recall(&mut lin)) {
+        if !(keyed && self.op_memo.recall(lin)) {
             let mut frac = std::mem::take(&mut self.frac_scratch);
             let at = cost::Placed {
                 regions,
                 cpu_node: node,
                 cache_share: share,
             };
-            cost::linear_op_into(&self.topo, op, &at, &xfer, &mut lin, &mut frac);
+            cost::linear_op_into(&self.topo, op, &at, &xfer, lin, &mut frac);
             self.frac_scratch = frac;
             if keyed {
-                self.op_memo.store(&lin);
+                self.op_memo.store(lin);
             }
         }
-        self.tasks[t].op_cache = Some(OpCache {
-            pc,
-            node,
-            share_bits,
-            mem_version,
-            op: lin,
-        });
+        cache.pc = pc;
+        cache.node = node;
+        cache.share_bits = share_bits;
+        cache.mem_version = mem_version;
+        self.tasks[t].op_cache = Some(cache);
     }
 
     /// LLC bytes available to one memory-bound task on `cpu`'s cache.

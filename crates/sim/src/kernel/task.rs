@@ -140,7 +140,10 @@ pub struct Task {
     /// Bytes of its process's memory per node when it exited.
     pub mem_at_exit: Vec<u64>,
     /// Cost decomposition of its current `Memory` phase, valid for the key it records.
-    pub op_cache: Option<OpCache>,
+    /// Boxed: most tasks never run a memory phase, and a decomposition inline (about 220
+    /// bytes) made every task's state that much larger, and the message passers' switches
+    /// slower.
+    pub op_cache: Option<Box<OpCache>>,
 }
 
 /// A task's user time per node, ns. `settle` adds to the entry of the task's node at every
@@ -187,7 +190,7 @@ impl NodeUserTime {
 }
 
 /// A task's [`LinearOp`] with what it was computed for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct OpCache {
     pub pc: usize,
     pub node: NodeId,

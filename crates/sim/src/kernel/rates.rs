@@ -233,9 +233,10 @@ impl Kernel {
         // The decomposition being replaced lends its box and buffers to the new one.
         let mut cache = self.tasks[t].op_cache.take().unwrap_or_default();
         let lin = &mut cache.op;
-        let regions = &self.procs[pid].regions;
+        let proc = &self.procs[pid];
+        let regions = &proc.regions;
         // Contended decompositions depend on the other threads (`xfer`): not in the memo.
-        let keyed = !contended && self.op_memo.key((program, pc, node, share_bits), regions);
+        let keyed = !contended && self.op_memo.key((program, pc, node, share_bits), proc);
         if !(keyed && self.op_memo.recall(lin)) {
             let mut frac = std::mem::take(&mut self.frac_scratch);
             let at = cost::Placed {

@@ -253,7 +253,31 @@ pub struct Process {
     pub touched: f64,
 }
 
+/// Where a process's memory is: on no node yet, all on one node, or on several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    Nowhere,
+    One(NodeId),
+    Many,
+}
+
 impl Process {
+    /// Where its memory is.
+    pub fn spread(&self) -> Spread {
+        let mut spread = Spread::Nowhere;
+        for r in &self.regions {
+            for (n, &b) in r.node_bytes.iter().enumerate() {
+                spread = match spread {
+                    _ if b == 0 => spread,
+                    Spread::Nowhere => Spread::One(n),
+                    Spread::One(m) if m == n => spread,
+                    Spread::One(_) | Spread::Many => Spread::Many,
+                };
+            }
+        }
+        spread
+    }
+
     /// Bytes of this process on each node.
     pub fn node_bytes(&self, nr_nodes: usize) -> Vec<u64> {
         let mut v = vec![0u64; nr_nodes];

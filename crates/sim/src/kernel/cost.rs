@@ -135,6 +135,30 @@ pub struct Overlap {
 }
 
 impl LinearOp {
+    /// Make this a copy of `o` in its own buffers (the derived `clone_from` allocates anew).
+    pub fn copy_from(&mut self, o: &LinearOp) {
+        self.cpu_node = o.cpu_node;
+        self.base_ns = o.base_ns;
+        self.coef.clone_from(&o.coef);
+        match (&mut self.overlap, &o.overlap) {
+            (Some(mine), Some(theirs)) => {
+                mine.core_ns = theirs.core_ns;
+                mine.hit_ns = theirs.hit_ns;
+                mine.stream_coef.clone_from(&theirs.stream_coef);
+            }
+            (mine, theirs) => mine.clone_from(theirs),
+        }
+        self.bytes.clone_from(&o.bytes);
+        self.lines = o.lines;
+        self.random_lines = o.random_lines;
+        self.random_footprint = o.random_footprint;
+        self.cached_bytes = o.cached_bytes;
+        self.touched_lines = o.touched_lines;
+        self.footprint = o.footprint;
+        self.nz.clone_from(&o.nz);
+        self.fp = o.fp;
+    }
+
     /// Fill in the derived fields (`nz`, `fp`) once the others are final.
     fn finish(&mut self) {
         self.nz.clear();

@@ -17,6 +17,7 @@ pub mod fair;
 pub mod goodness;
 mod lru;
 mod numa;
+mod op_memo;
 pub mod pelt;
 mod rates;
 mod run;
@@ -259,6 +260,9 @@ pub struct Kernel {
     refresh_scratch: Option<Box<rates::RefreshScratch>>,
     /// Per-node fractions of a region while a cost decomposition is built (`rates.rs`).
     frac_scratch: Vec<f64>,
+    /// Decompositions shared by tasks of one program on one node (`op_memo.rs`); boxed, as
+    /// it is used only where decompositions are rebuilt.
+    op_memo: Box<op_memo::OpMemo>,
     rng: ChaCha8Rng,
     seq: u64,
     /// `params.tick` and `params.max_sleep_avg` (at least 1) as divisors: the balance ticks,
@@ -452,6 +456,7 @@ impl Kernel {
             cx: contention::ContentionIndex::new(nr_cpus, topo_nodes, nr_llc),
             refresh_scratch: None,
             frac_scratch: Vec::new(),
+            op_memo: Box::default(),
             rng: seeds.stream("workload", 0),
             seq: 0,
             fault,

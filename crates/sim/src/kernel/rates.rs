@@ -5,7 +5,7 @@
 use super::contention;
 use super::cost;
 use super::solve_memo;
-use super::task::{OpCache, PhaseWork, TaskState};
+use super::task::{PhaseWork, TaskState};
 use super::{Kernel, TaskId};
 use crate::program::Phase;
 use std::collections::HashMap;
@@ -192,22 +192,37 @@ impl Kernel {
         };
         let version = self.procs[task.pid].mem_version;
         let contended = op.accesses.iter().any(|a| a.contended > 0.0);
-        if !contended
-            && task.op_cache.as_ref().is_some_and(|c| {
-                c.pc == task.pc
-                    && c.node == node
-                    && c.share_bits == share.to_bits()
-                    && c.mem_version == version
-            })
-        {
+        let key = (task.pc, node, share.to_bits(), version);
+        if !contended && task.op_cache.as_ref().is_some_and(|c| c.fits(key)) {
             return false;
         }
+        self.rebuild_op(t, key, share, writers);
+        true
+    }
+
+    /// The rebuild of [`Kernel::ensure_op`] (out of line: most calls find the decomposition
+    /// up to date), for `key` = (phase, node, share bits, memory version) and `share`.
+    #[inline(never)]
+    fn rebuild_op(
+        &mut self,
+        t: TaskId,
+        key: (usize, topo::NodeId, u64, u64),
+        share: f64,
+        writers: Option<&SharedLines>,
+    ) {
+        let wl = self.workload.clone();
+        let (program, pid) = (self.tasks[t].program, self.tasks[t].pid);
+        let (pc, node, share_bits, mem_version) = key;
+        let Phase::Memory { op, .. } = &wl.programs[program].phases[pc] else {
+            unreachable!("rebuild_op of a task not in a memory phase")
+        };
+        let contended = op.accesses.iter().any(|a| a.contended > 0.0);
         let xfer = if contended {
             let own;
             let w = match writers {
                 Some(w) => w,
                 None => {
-                    own = self.line_sharers(task.pid, Some(t));
+                    own = self.line_sharers(pid, Some(t));
                     &own
                 }
             };
@@ -215,29 +230,31 @@ impl Kernel {
         } else {
             Vec::new()
         };
-        let (pc, pid) = (task.pc, task.pid);
-        // The decomposition being replaced lends its buffers to the new one.
-        let mut lin = self.tasks[t]
-            .op_cache
-            .take()
-            .map(|c| c.op)
-            .unwrap_or_default();
-        let mut frac = std::mem::take(&mut self.frac_scratch);
-        let at = cost::Placed {
-            regions: &self.procs[pid].regions,
-            cpu_node: node,
-            cache_share: share,
-        };
-        cost::linear_op_into(&self.topo, op, &at, &xfer, &mut lin, &mut frac);
-        self.frac_scratch = frac;
-        self.tasks[t].op_cache = Some(OpCache {
-            pc,
-            node,
-            share_bits: share.to_bits(),
-            mem_version: version,
-            op: lin,
-        });
-        true
+        // The decomposition being replaced lends its box and buffers to the new one.
+        let mut cache = self.tasks[t].op_cache.take().unwrap_or_default();
+        let lin = &mut cache.op;
+        let proc = &self.procs[pid];
+        let regions = &proc.regions;
+        // Contended decompositions depend on the other threads (`xfer`): not in the memo.
+        let keyed = !contended && self.op_memo.key((program, pc, node, share_bits), proc);
+        if !(keyed && self.op_memo.recall(lin)) {
+            let mut frac = std::mem::take(&mut self.frac_scratch);
+            let at = cost::Placed {
+                regions,
+                cpu_node: node,
+                cache_share: share,
+            };
+            cost::linear_op_into(&self.topo, op, &at, &xfer, lin, &mut frac);
+            self.frac_scratch = frac;
+            if keyed {
+                self.op_memo.store(lin);
+            }
+        }
+        cache.pc = pc;
+        cache.node = node;
+        cache.share_bits = share_bits;
+        cache.mem_version = mem_version;
+        self.tasks[t].op_cache = Some(cache);
     }
 
     /// LLC bytes available to one memory-bound task on `cpu`'s cache.

@@ -140,7 +140,10 @@ pub struct Task {
     /// Bytes of its process's memory per node when it exited.
     pub mem_at_exit: Vec<u64>,
     /// Cost decomposition of its current `Memory` phase, valid for the key it records.
-    pub op_cache: Option<OpCache>,
+    /// Boxed: most tasks never run a memory phase, and a decomposition inline (about 220
+    /// bytes) made every task's state that much larger, and the message passers' switches
+    /// slower.
+    pub op_cache: Option<Box<OpCache>>,
 }
 
 /// A task's user time per node, ns. `settle` adds to the entry of the task's node at every
@@ -187,13 +190,24 @@ impl NodeUserTime {
 }
 
 /// A task's [`LinearOp`] with what it was computed for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct OpCache {
     pub pc: usize,
     pub node: NodeId,
     pub share_bits: u64,
     pub mem_version: u64,
     pub op: LinearOp,
+}
+
+impl OpCache {
+    /// Whether it was computed for phase `pc` on `node` with an LLC share of these bits
+    /// and its process's memory at `mem_version`.
+    pub fn fits(&self, (pc, node, share_bits, mem_version): (usize, NodeId, u64, u64)) -> bool {
+        self.pc == pc
+            && self.node == node
+            && self.share_bits == share_bits
+            && self.mem_version == mem_version
+    }
 }
 
 impl Task {
@@ -239,7 +253,31 @@ pub struct Process {
     pub touched: f64,
 }
 
+/// Where a process's memory is: on no node yet, all on one node, or on several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    Nowhere,
+    One(NodeId),
+    Many,
+}
+
 impl Process {
+    /// Where its memory is.
+    pub fn spread(&self) -> Spread {
+        let mut spread = Spread::Nowhere;
+        for r in &self.regions {
+            for (n, &b) in r.node_bytes.iter().enumerate() {
+                spread = match spread {
+                    _ if b == 0 => spread,
+                    Spread::Nowhere => Spread::One(n),
+                    Spread::One(m) if m == n => spread,
+                    Spread::One(_) | Spread::Many => Spread::Many,
+                };
+            }
+        }
+        spread
+    }
+
     /// Bytes of this process on each node.
     pub fn node_bytes(&self, nr_nodes: usize) -> Vec<u64> {
         let mut v = vec![0u64; nr_nodes];

@@ -674,17 +674,18 @@ impl Kernel {
         // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
         s.moved.clear();
-        let iterations = if s.tmp.len() > MEMO_MAX_USERS {
+        let iterations = if s.tmp.len() > MEMO_MAX_USERS || !s.memo.worth_asking() {
             self.solve_anew(s, false)
         } else {
             let cx = &self.cx;
             let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
             s.key
                 .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
-            match s
+            let recalled = s
                 .memo
-                .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved)
-            {
+                .recall_moved(&s.key, &s.nodes, &mut self.q, &mut s.moved);
+            s.memo.note(recalled.is_some());
+            match recalled {
                 Some(iterations) => iterations,
                 None => self.solve_anew(s, true),
             }

@@ -1272,12 +1272,18 @@ mod tests {
         assert_eq!(q1.local[1], 1.0);
     }
 
+    /// Two nodes' factors under load, local and remote apart, for the bit-for-bit tests.
+    fn loaded_factors() -> Contention {
+        let mut q = Contention::idle(2);
+        (q.local[0], q.remote[0], q.local[1], q.remote[1]) = (1.3, 1.7, 1.1, 2.9);
+        q
+    }
+
     #[test]
     fn a_gathered_demand_costs_what_its_decomposition_does() {
         // In order and out of order, local and remote, under loaded factors: the gathered
         // copy's time has the same bits and picks the same slope coefficients.
-        let mut q = Contention::idle(2);
-        (q.local[0], q.remote[0], q.local[1], q.remote[1]) = (1.3, 1.7, 1.1, 2.9);
+        let q = loaded_factors();
         for t in [in_order(), out_of_order()] {
             let regions = [region_on(&t, 0, 1 << 30), region_on(&t, 1, 1 << 30)];
             let ops: Vec<LinearOp> = [(0, 3.0, 8.0, 64.0), (1, 300.0, 8.0, 8.0)]
@@ -1368,8 +1374,7 @@ mod tests {
     fn a_lone_term_times_an_operation_as_the_vectors_do() {
         // The inline copy of a one-node decomposition gives its time and slopes the bits the
         // vectors give.
-        let mut q = Contention::idle(2);
-        (q.local[0], q.remote[0], q.local[1], q.remote[1]) = (1.3, 1.7, 1.1, 2.9);
+        let q = loaded_factors();
         for t in [in_order(), out_of_order()] {
             // Both regions on node 0: one node, read locally or from node 1.
             let regions = [region_on(&t, 0, 1 << 30), region_on(&t, 0, 1 << 20)];

@@ -196,27 +196,28 @@ impl Kernel {
         if !contended && task.op_cache.as_ref().is_some_and(|c| c.fits(key)) {
             return false;
         }
-        self.rebuild_op(t, key, share, writers);
+        self.rebuild_op(t, key, contended, writers);
         true
     }
 
     /// The rebuild of [`Kernel::ensure_op`] (out of line: most calls find the decomposition
-    /// up to date), for `key` = (phase, node, share bits, memory version) and `share`.
+    /// up to date), for `key` = (phase, node, share bits, memory version); `contended`:
+    /// whether the phase has contended accesses, as `ensure_op` found.
     #[inline(never)]
     fn rebuild_op(
         &mut self,
         t: TaskId,
         key: (usize, topo::NodeId, u64, u64),
-        share: f64,
+        contended: bool,
         writers: Option<&SharedLines>,
     ) {
         let wl = self.workload.clone();
         let (program, pid) = (self.tasks[t].program, self.tasks[t].pid);
         let (pc, node, share_bits, mem_version) = key;
+        let share = f64::from_bits(share_bits);
         let Phase::Memory { op, .. } = &wl.programs[program].phases[pc] else {
             unreachable!("rebuild_op of a task not in a memory phase")
         };
-        let contended = op.accesses.iter().any(|a| a.contended > 0.0);
         let xfer = if contended {
             let own;
             let w = match writers {

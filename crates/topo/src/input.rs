@@ -66,8 +66,9 @@ mod tests {
     fn input_files_are_regular_and_small() {
         let e = read_input(Path::new("/dev/zero")).expect_err("device");
         assert!(e.to_string().contains("not a regular file"), "{e}");
-        let d = tempdir();
-        let big = d.as_path().join("big.toml");
+        // A directory that is removed when the test ends, so runs leave nothing in /tmp.
+        let d = tempfile::tempdir().expect("tempdir");
+        let big = d.path().join("big.toml");
         std::fs::write(&big, vec![b'#'; (MAX_INPUT_BYTES + 1) as usize]).expect("write");
         assert!(
             read_input(&big)
@@ -75,12 +76,6 @@ mod tests {
                 .to_string()
                 .contains("more than the input limit")
         );
-        assert!(read_input(d.as_path()).is_err());
-    }
-
-    fn tempdir() -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("homenode-input-{}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("mkdir");
-        d
+        assert!(read_input(d.path()).is_err());
     }
 }

@@ -67,8 +67,10 @@ pub struct HomenodeConfig {
     pub min_dwell_s: f64,
     /// At most this many rebalancing moves (new home for a process that has one) per decision.
     pub max_moves_per_interval: u32,
-    /// At most this many processes without a (valid) home get one per decision.
-    pub max_new_homes_per_interval: u32,
+    /// At most this many processes without a (valid) home get one per decision; absent (the
+    /// default), every significant process without one gets one in the decision that first
+    /// sees it.
+    pub max_new_homes_per_interval: Option<u32>,
     /// Cost unit of a rebalancing move, MiB: a move's score is the load it takes off the
     /// imbalance divided by (1 + bytes it would have to migrate / this).
     pub move_cost_mib: u64,
@@ -110,7 +112,7 @@ impl Default for HomenodeConfig {
             imbalance_intervals: 3,
             min_dwell_s: 60.0,
             max_moves_per_interval: 1,
-            max_new_homes_per_interval: 8,
+            max_new_homes_per_interval: None,
             move_cost_mib: 1024,
             move_rate_mib_s: 1280,
             batch_mib: 32,

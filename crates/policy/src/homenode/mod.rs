@@ -7,8 +7,8 @@
 //!
 //! 1. *Release*: a homed process that used less than `min_cpu` for `release_after_s` loses
 //!    its home (`ClearHome`).
-//! 2. *Homes*: significant processes without a valid home get one, largest first, at most
-//!    `max_new_homes_per_interval`: the node holding most of their memory if it has room,
+//! 2. *Homes*: significant processes without a valid home get one, largest first (at most
+//!    `max_new_homes_per_interval` when it is set): the node holding most of their memory if it has room,
 //!    else the best node by spare CPU and memory weighted by distance to their memory; a light
 //!    process is packed onto one node; a process too big for one node gets a home *set* of
 //!    nearest nodes.

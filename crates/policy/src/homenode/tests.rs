@@ -446,7 +446,7 @@ fn homes_stay_balanced_when_no_node_has_room() {
     procs.push(burst);
     let cfg = HomenodeConfig {
         min_rss_mib: 16,
-        max_new_homes_per_interval: 8,
+        max_new_homes_per_interval: Some(8),
         ..Default::default()
     };
     let mut pol = HomenodePolicy::new(cfg).expect("config");
@@ -794,9 +794,18 @@ fn new_homes_per_interval_are_bounded_largest_first() {
             )
         })
         .collect();
-    let a = HomenodePolicy::default().decide(&snap(&t, 0, procs));
+    let capped = HomenodeConfig {
+        max_new_homes_per_interval: Some(8),
+        ..Default::default()
+    };
+    let a = HomenodePolicy::new(capped)
+        .expect("config")
+        .decide(&snap(&t, 0, procs.clone()));
     let pids: Vec<u32> = homes(&a).into_iter().map(|(p, _)| p).collect();
     assert_eq!(pids, vec![12, 11, 10, 9, 8, 7, 6, 5]);
+    // Without a limit (the default) every one of them is homed in the first decision.
+    let a = HomenodePolicy::default().decide(&snap(&t, 0, procs));
+    assert_eq!(homes(&a).len(), 12, "{a:#?}");
 }
 
 /// Issue 11, from the VM rig (eight CPU-bound jobs on four 2-CPU nodes with a burst): jobs
@@ -1265,4 +1274,45 @@ fn jobs_charged_to_one_node_at_the_scan_leave_no_phantom_room_there() {
         model.apply(&t, p, None, -1.0);
     }
     assert!((model.load[1] - 2.0).abs() < 1e-9, "{}", model.load[1]);
+}
+
+/// Issue 11, from the scoreboard's numa_test on epyc-nps4 at N = CPUs: the kernel had already
+/// spread the jobs one per CPU, each beside its memory, and every job is homed in the same
+/// decision. Rule 1 judged evenness against the homes given so far, in size order, so a node's
+/// later holders were turned away while the other nodes' holders were still to come, took
+/// another node's slot by rule 2, and pushed that node's own holders off in turn: 8 of 128 jobs
+/// were homed away from their memory, which then moved for nothing. Every job must stay.
+#[test]
+fn jobs_already_spread_beside_their_memory_all_stay_there() {
+    let t = machine("nodes=4,cpus-per-node=4,mem-gib=16");
+    let mem = |n: usize| {
+        let mut v = vec![0u64; 4];
+        v[n] = 20 * MIB;
+        v
+    };
+    // Sizes in an order that interleaves the nodes unevenly, as measured CPU use does.
+    let mut x = 7u32;
+    let procs: Vec<ProcessView> = (0..16u32)
+        .map(|i| {
+            x = (x * 1103 + 12345) % 1000;
+            let n = (i % 4) as usize;
+            proc(&t, i + 1, 0.90 + f64::from(x) / 10_000.0, 1, n, &mem(n))
+        })
+        .collect();
+    let cfg = HomenodeConfig {
+        min_rss_mib: 16,
+        ..Default::default()
+    };
+    let a = HomenodePolicy::new(cfg)
+        .expect("config")
+        .decide(&snap(&t, 0, procs));
+    let h = homes(&a);
+    assert_eq!(h.len(), 16, "{a:#?}");
+    for (pid, nodes) in &h {
+        assert_eq!(nodes, &vec![((pid - 1) % 4) as usize], "pid {pid}: {a:#?}");
+    }
+    assert!(
+        !a.iter().any(|a| matches!(a, Action::MoveMemory { .. })),
+        "{a:#?}"
+    );
 }

@@ -1,10 +1,11 @@
 //! Carrying out a policy's actions on the live host, journal first.
 //!
-//! - **SetHome**: read the process's thread masks ([`journal::capture`]); check that its
-//!   start time is the action's (a reused PID is never touched); record the originals and the
-//!   mask about to be set, store the journal; then set every thread's affinity (new threads
-//!   are caught by re-listing `task/`); read the mask back (the kernel narrows it to the
-//!   cpuset) and store it as the applied mask.
+//! - **SetHome**, all of one decision's together: read each process's thread masks
+//!   ([`journal::capture`]); check that its start time is the action's (a reused PID is never
+//!   touched); record the originals and the mask about to be set; store the journal once;
+//!   then set every thread's affinity (new threads are caught by re-listing `task/`), read the
+//!   mask back (the kernel narrows it to the cpuset) and record it as the applied mask; store
+//!   the journal once more.
 //! - **ClearHome**: restore that process from the journal (only threads still at homenode's
 //!   mask) and drop its entry.
 //! - **MoveMemory**: find pages of the process's private mappings that are on the source node
@@ -74,6 +75,16 @@ pub struct Moved {
     pub bytes_moved: u64,
 }
 
+/// One `SetHome` of a decision for [`Actuator::set_homes`].
+#[derive(Clone, Copy, Debug)]
+pub struct HomeRequest<'a> {
+    pub key: ProcessKey,
+    /// The home nodes (topology ids), for the journal.
+    pub nodes: &'a [NodeId],
+    /// The kernel CPUs to set.
+    pub kcpus: &'a CpuSet,
+}
+
 /// Applies actions.
 #[derive(Debug)]
 pub struct Actuator {
@@ -96,54 +107,102 @@ impl Actuator {
         }
     }
 
-    /// Sets the home of process `key`: all its threads to the kernel CPUs `kcpus`. Returns the
-    /// outcome and, when done, the mask read back.
-    pub fn set_home(
+    /// Sets the homes of one decision, journal first: every process's originals and the mask
+    /// about to be set are journaled and stored once, then each process's threads are set to
+    /// its kernel CPUs and the masks read back, then the journal is stored once more. Two
+    /// journal writes (each with its `fsync`s) per decision, not two per process: a decision
+    /// may home hundreds of processes, and each write holds the whole journal. A crash between
+    /// the writes leaves every entry marked as changing, which a restore recognises at either
+    /// mask. Returns, per request in order, the outcome and, when done, the mask read back.
+    pub fn set_homes(
         &mut self,
         journal: &mut Journal,
-        key: ProcessKey,
-        nodes: &[NodeId],
-        kcpus: &CpuSet,
-    ) -> (Outcome, Option<CpuSet>) {
+        reqs: &[HomeRequest<'_>],
+    ) -> Vec<(Outcome, Option<CpuSet>)> {
         if self.dry_run {
-            return (Outcome::DryRun, Some(kcpus.clone()));
+            return reqs
+                .iter()
+                .map(|r| (Outcome::DryRun, Some(r.kcpus.clone())))
+                .collect();
         }
-        match self.try_set_home(journal, key, nodes, kcpus) {
-            Ok(r) => r,
-            Err(e) => (Outcome::Failed(e.to_string()), None),
+        // `None`: journaled, not set yet.
+        let mut out: Vec<Option<(Outcome, Option<CpuSet>)>> = reqs
+            .iter()
+            .map(|r| match self.journal_original(journal, r) {
+                Ok(None) => None,
+                Ok(Some(skipped)) => Some((skipped, None)),
+                Err(e) => Some((Outcome::Failed(e.to_string()), None)),
+            })
+            .collect();
+        if out.iter().any(Option::is_none) {
+            if let Err(e) = journal.store(&self.journal_path) {
+                let why = e.to_string();
+                for o in out.iter_mut().filter(|o| o.is_none()) {
+                    *o = Some((Outcome::Failed(why.clone()), None));
+                }
+            }
         }
+        for (o, r) in out.iter_mut().zip(reqs) {
+            if o.is_none() {
+                *o = Some(match self.set_mask(journal, r) {
+                    Ok(done) => done,
+                    Err(e) => (Outcome::Failed(e.to_string()), None),
+                });
+            }
+        }
+        let done = |o: &Option<(Outcome, Option<CpuSet>)>| matches!(o, Some((Outcome::Done(_), _)));
+        if out.iter().any(done) {
+            if let Err(e) = journal.store(&self.journal_path) {
+                let why = e.to_string();
+                for o in out.iter_mut().filter(|o| done(o)) {
+                    *o = Some((Outcome::Failed(why.clone()), None));
+                }
+            }
+        }
+        out.into_iter()
+            .map(|o| o.unwrap_or_else(|| (Outcome::Failed("not attempted".into()), None)))
+            .collect()
     }
 
-    fn try_set_home(
-        &mut self,
+    /// Journals (in memory) the originals of `r`'s process and the mask about to be set.
+    /// `Some` is why it is skipped: it exited, or its PID names another process now.
+    fn journal_original(
+        &self,
         journal: &mut Journal,
-        key: ProcessKey,
-        nodes: &[NodeId],
-        kcpus: &CpuSet,
-    ) -> Result<(Outcome, Option<CpuSet>), Error> {
-        let Live::Alive(entry) = journal::capture(&self.root, key.pid)? else {
-            return Ok((Outcome::Skipped("the process exited".into()), None));
+        r: &HomeRequest<'_>,
+    ) -> Result<Option<Outcome>, Error> {
+        let Live::Alive(entry) = journal::capture(&self.root, r.key.pid)? else {
+            return Ok(Some(Outcome::Skipped("the process exited".into())));
         };
-        if entry.starttime != key.starttime {
-            return Ok((
-                Outcome::Skipped("the PID now names another process".into()),
-                None,
-            ));
+        if entry.starttime != r.key.starttime {
+            return Ok(Some(Outcome::Skipped(
+                "the PID now names another process".into(),
+            )));
         }
-        let node_set: CpuSet = nodes.iter().copied().collect();
-        journal.record(inherit_originals(journal.get(key), entry));
+        let node_set: CpuSet = r.nodes.iter().copied().collect();
+        journal.record(inherit_originals(journal.get(r.key), entry));
         // A change of home keeps the old mask as ours until the new one is read back.
-        journal.set_applied_changing(key, kcpus.clone(), node_set.clone());
-        journal.store(&self.journal_path)?;
-        let Live::Alive(set) = affinity::set_process_affinity(&self.root, key.pid, kcpus)? else {
+        journal.set_applied_changing(r.key, r.kcpus.clone(), node_set);
+        Ok(None)
+    }
+
+    /// Sets every thread of `r`'s (journaled) process to its kernel CPUs and records the mask
+    /// read back (the kernel narrows it to the cpuset) as applied, in memory.
+    fn set_mask(
+        &self,
+        journal: &mut Journal,
+        r: &HomeRequest<'_>,
+    ) -> Result<(Outcome, Option<CpuSet>), Error> {
+        let Live::Alive(set) = affinity::set_process_affinity(&self.root, r.key.pid, r.kcpus)?
+        else {
             return Ok((Outcome::Skipped("the process exited".into()), None));
         };
-        let back = match affinity::get_affinity(key.pid)? {
+        let back = match affinity::get_affinity(r.key.pid)? {
             Live::Alive(m) => m,
-            Live::Gone => kcpus.clone(),
+            Live::Gone => r.kcpus.clone(),
         };
-        journal.set_applied(key, back.clone(), node_set);
-        journal.store(&self.journal_path)?;
+        let node_set: CpuSet = r.nodes.iter().copied().collect();
+        journal.set_applied(r.key, back.clone(), node_set);
         Ok((
             Outcome::Done(format!("{} threads set to CPUs {back}", set.set.len())),
             Some(back),
@@ -412,5 +471,86 @@ mod tests {
         assert_eq!(e.threads.len(), 3);
         // A first recording is taken as is.
         assert_eq!(inherit_originals(None, now.clone()), now);
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    /// Two live children and one PID whose start time does not match are homed in one batch
+    /// (to the children's own masks, so the test needs no particular CPUs): the children are
+    /// done, the mismatch skipped, and the journal on disk holds both children with the
+    /// applied mask read back.
+    #[test]
+    fn one_batch_journals_every_home_and_skips_a_reused_pid() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let mut kids: Vec<_> = (0..2)
+            .map(|_| {
+                Command::new("sleep")
+                    .arg("30")
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("sleep")
+            })
+            .collect();
+        let root = Path::new("/");
+        let keys: Vec<(ProcessKey, CpuSet)> = kids
+            .iter()
+            .map(|k| {
+                let Ok(Live::Alive(e)) = journal::capture(root, k.id()) else {
+                    panic!("child {} not found", k.id());
+                };
+                (
+                    ProcessKey {
+                        pid: k.id(),
+                        starttime: e.starttime,
+                    },
+                    e.default_cpus,
+                )
+            })
+            .collect();
+        let reused = ProcessKey {
+            pid: keys[0].0.pid,
+            starttime: keys[0].0.starttime + 1,
+        };
+        let nodes = [0usize];
+        let mut reqs: Vec<HomeRequest<'_>> = keys
+            .iter()
+            .map(|(key, cpus)| HomeRequest {
+                key: *key,
+                nodes: &nodes,
+                kcpus: cpus,
+            })
+            .collect();
+        reqs.insert(
+            1,
+            HomeRequest {
+                key: reused,
+                nodes: &nodes,
+                kcpus: &keys[0].1,
+            },
+        );
+        let mut act = Actuator::new(root, &path, false, MemoryConfig::default());
+        let mut journal = Journal::new();
+        let out = act.set_homes(&mut journal, &reqs);
+        for k in &mut kids {
+            let _ = k.kill();
+            let _ = k.wait();
+        }
+        assert_eq!(out.len(), 3);
+        assert!(matches!(out[0].0, Outcome::Done(_)), "{out:?}");
+        assert!(matches!(out[1].0, Outcome::Skipped(_)), "{out:?}");
+        assert!(matches!(out[2].0, Outcome::Done(_)), "{out:?}");
+        let stored = Journal::load(&path).expect("journal");
+        for (key, cpus) in &keys {
+            let e = stored.get(*key).expect("journaled");
+            let applied = e.applied.as_ref().expect("applied");
+            assert_eq!(&applied.cpus, cpus);
+            assert!(applied.previous.is_empty(), "read back: {applied:?}");
+        }
+        assert!(stored.get(reused).is_none());
     }
 }

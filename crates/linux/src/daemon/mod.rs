@@ -55,7 +55,7 @@ use crate::procfs::cpustat::{self, CpuTimes};
 use crate::sample::ProcessKey;
 use crate::{Live, affinity};
 
-pub use apply::{Actuator, Outcome};
+pub use apply::{Actuator, HomeRequest, Outcome};
 pub use config::{ConfigError, DaemonConfig, OnStart};
 pub use host::{Host, HostError};
 pub use reload::ReloadReport;
@@ -366,9 +366,14 @@ impl Daemon {
             .lock()
             .map(|s| s.counters.clone())
             .unwrap_or_default();
+        let mut homed = self.set_homes(&actions).into_iter();
         for a in actions {
             let t = Instant::now();
-            let outcome = self.apply(&a, &mut counters);
+            let done = match a {
+                Action::SetHome { .. } => homed.next(),
+                _ => None,
+            };
+            let outcome = self.apply(&a, done, &mut counters);
             if matches!(a, Action::MoveMemory { .. }) {
                 report.move_wall_s += t.elapsed().as_secs_f64();
             }
@@ -385,17 +390,50 @@ impl Daemon {
         Ok(report)
     }
 
-    fn apply(&mut self, a: &Action, counters: &mut status::Counters) -> Outcome {
+    /// Sets the homes of the decision's `SetHome` actions together ([`Actuator::set_homes`]:
+    /// two journal writes for all of them). The results are in the actions' order.
+    fn set_homes(&mut self, actions: &[Action]) -> Vec<(Outcome, Option<CpuSet>)> {
+        let wanted: Vec<(ProcessKey, &[NodeId], CpuSet)> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetHome { nodes, cpus, .. } => Some((
+                    ProcessKey {
+                        pid: a.pid(),
+                        starttime: a.start_time(),
+                    },
+                    nodes.as_slice(),
+                    self.host.kernel_cpus(cpus),
+                )),
+                _ => None,
+            })
+            .collect();
+        let reqs: Vec<HomeRequest<'_>> = wanted
+            .iter()
+            .map(|(key, nodes, kcpus)| HomeRequest {
+                key: *key,
+                nodes,
+                kcpus,
+            })
+            .collect();
+        self.actuator.set_homes(&mut self.journal, &reqs)
+    }
+
+    /// Carries out action `a` (a `SetHome` was carried out already: `homed` is its result),
+    /// then counts, logs and remembers the outcome.
+    fn apply(
+        &mut self,
+        a: &Action,
+        homed: Option<(Outcome, Option<CpuSet>)>,
+        counters: &mut status::Counters,
+    ) -> Outcome {
         let key = ProcessKey {
             pid: a.pid(),
             starttime: a.start_time(),
         };
         let outcome = match a {
-            Action::SetHome { nodes, cpus, .. } => {
-                let kcpus = self.host.kernel_cpus(cpus);
-                let (o, mask) = self
-                    .actuator
-                    .set_home(&mut self.journal, key, nodes, &kcpus);
+            Action::SetHome { nodes, .. } => {
+                let (o, mask) =
+                    homed.unwrap_or_else(|| (Outcome::Failed("not carried out".into()), None));
                 match (&o, mask) {
                     (Outcome::Done(_) | Outcome::DryRun, Some(m)) => {
                         self.homes.insert(key, (nodes.clone(), m));

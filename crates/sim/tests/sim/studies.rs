@@ -107,6 +107,31 @@ fn convergence_study() {
     assert!(r.to_markdown().contains("| 2x2 | on |"));
 }
 
+/// perf's test (every process's threads on one node) against the stricter spread (one node
+/// per process): single-threaded processes are always each on one node, so 4x1 converges at
+/// the first look under any scheduler; the spread can only come at or after convergence.
+#[test]
+fn convergence_follows_perfs_test_and_reports_the_spread_beside_it() {
+    let p = ConvergenceParams {
+        bytes_per_process: 32 << 20,
+        ..Default::default()
+    };
+    let r =
+        convergence::study(MACHINE, &[(4, 1), (2, 2)], &["off"], &p, 3 * SEC, 1).expect("study");
+    let four = r.rows.iter().find(|x| x.shape == "4x1").expect("4x1");
+    assert!(four.converged_s.is_some_and(|t| t <= 0.2), "{four:?}");
+    for row in &r.rows {
+        if let (Some(c), Some(s)) = (row.converged_s, row.spread_s) {
+            assert!(c <= s, "{row:?}");
+        }
+        assert!(
+            row.converged_s.is_some() || row.spread_s.is_none(),
+            "{row:?}"
+        );
+    }
+    assert!(r.to_markdown().contains("one node each at (s)"));
+}
+
 #[test]
 fn unknown_machine_is_one_clear_error() {
     let e = light_load::study("no-such-box", &LightLoadParams::default(), "on", 1).unwrap_err();

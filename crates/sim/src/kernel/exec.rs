@@ -86,13 +86,15 @@ impl Kernel {
                     msgs,
                     cycles_per_msg,
                 } => {
+                    let task = &mut self.tasks[t];
                     if *msgs == 0 {
-                        self.tasks[t].pc += 1;
+                        task.pc += 1;
                         continue;
                     }
-                    if self.tasks[t].recv_left == 0 {
-                        self.tasks[t].recv_left = *msgs;
+                    if task.recv_left == 0 {
+                        task.recv_left = *msgs;
                     }
+                    let recv_left = task.recv_left;
                     let ch = &mut self.chans[*chan];
                     if ch.pending == 0 {
                         ch.nr_readers += 1;
@@ -100,7 +102,7 @@ impl Kernel {
                         self.block(t);
                         return;
                     }
-                    let k = ch.pending.min(u64::from(self.tasks[t].recv_left)) as u32;
+                    let k = ch.pending.min(u64::from(recv_left)) as u32;
                     ch.pending -= u64::from(k);
                     // Room again: the blocked writers retry (the reader is their waker).
                     if ch.nr_writers > 0 {
@@ -224,12 +226,15 @@ impl Kernel {
                 if task.recv_left == 0 {
                     task.pc += 1;
                 }
+                task.work = PhaseWork::None;
+                return;
             }
             (_, Phase::Send { chans, msgs, .. }) => {
                 let msgs = u64::from(*msgs);
-                self.tasks[t].pc += 1;
+                let task = &mut self.tasks[t];
+                task.pc += 1;
                 // Readers are woken during the send, before the sender goes on (or blocks).
-                self.waker_cpu = Some(self.tasks[t].cpu);
+                self.waker_cpu = Some(task.cpu);
                 for &c in chans {
                     self.chans[c].pending += msgs;
                     // Mostly no reader waits (they are still reading earlier messages).
@@ -252,8 +257,12 @@ impl Kernel {
                 self.tasks[t].pc += 1;
             }
             (PhaseWork::MemOps, _) => {
-                self.mark_cpu_dirty(self.tasks[t].cpu);
-                self.tasks[t].pc += 1;
+                let task = &mut self.tasks[t];
+                task.pc += 1;
+                task.work = PhaseWork::None;
+                let cpu = task.cpu;
+                self.mark_cpu_dirty(cpu);
+                return;
             }
             _ => self.tasks[t].pc += 1,
         }

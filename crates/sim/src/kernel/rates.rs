@@ -371,7 +371,12 @@ impl Kernel {
     /// [`Kernel::line_sharers`] of every process with a running contended task, counted
     /// over the running tasks only (`mem_cpus`: the CPUs running memory-bound work), which are
     /// the only sharers there can be.
-    fn running_line_sharers(&self, mem_cpus: &[CpuId]) -> HashMap<usize, SharedLines> {
+    /// `None` when none is (a workload without contended accesses, the usual case, skips
+    /// building an empty map at every refresh).
+    fn running_line_sharers(&self, mem_cpus: &[CpuId]) -> Option<HashMap<usize, SharedLines>> {
+        if !self.workload_contended {
+            return None;
+        }
         let running = || {
             mem_cpus
                 .iter()
@@ -379,15 +384,12 @@ impl Kernel {
                 .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
         };
         let mut out: HashMap<usize, SharedLines> = HashMap::new();
-        if !self.workload_contended {
-            return out;
-        }
         for t in running().filter(|&t| self.op_contended(t)) {
             let pid = self.tasks[t].pid;
             out.entry(pid).or_insert_with(|| self.no_writers(pid));
         }
         if out.is_empty() {
-            return out;
+            return None;
         }
         for t in running() {
             if let Some(w) = out.get_mut(&self.tasks[t].pid) {
@@ -399,7 +401,7 @@ impl Kernel {
                 r.finish(&self.topo);
             }
         }
-        out
+        Some(out)
     }
 
     /// Coherence stall per shared-line access of each access of `op` for task `t`: the
@@ -480,7 +482,7 @@ impl Kernel {
         s.rerate.clear();
         for i in 0..s.cpus.len() {
             let c = s.cpus[i];
-            self.reregister(c, &writers, &mut s);
+            self.reregister(c, writers.as_ref(), &mut s);
         }
         self.cx.close(&mut s.nodes, &mut s.in_set, &mut s.tmp);
         // Two ascending runs: the CPUs whose own registration changed (marked order), then
@@ -507,29 +509,27 @@ impl Kernel {
     /// LLCs' memory phases anew on the way.
     fn widen_dirty(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
         self.recheck_touches(tmp, was_tight);
-        tmp.clear();
-        tmp.extend_from_slice(self.cx.dirty());
-        let mut pids: Vec<usize> = Vec::new();
-        // Without contended accesses in the workload no registration or phase is contended.
-        let sharers = if self.workload_contended {
-            &tmp[..]
-        } else {
-            &[]
-        };
-        for &c in sharers {
-            if let Some(r) = self.cx.reg(c).filter(|r| r.contended) {
-                pids.push(r.pid);
-            }
-            if let Some(t) = self.rqs[c].curr {
-                if self.tasks[t].work == PhaseWork::MemOps && self.op_contended(t) {
-                    pids.push(self.tasks[t].pid);
+        // Without contended accesses in the workload no registration or phase is contended:
+        // no process to widen to.
+        if self.workload_contended {
+            tmp.clear();
+            tmp.extend_from_slice(self.cx.dirty());
+            let mut pids: Vec<usize> = Vec::new();
+            for &c in tmp.iter() {
+                if let Some(r) = self.cx.reg(c).filter(|r| r.contended) {
+                    pids.push(r.pid);
+                }
+                if let Some(t) = self.rqs[c].curr {
+                    if self.tasks[t].work == PhaseWork::MemOps && self.op_contended(t) {
+                        pids.push(self.tasks[t].pid);
+                    }
                 }
             }
-        }
-        pids.sort_unstable();
-        pids.dedup();
-        for pid in pids {
-            self.mark_proc_dirty(pid);
+            pids.sort_unstable();
+            pids.dedup();
+            for pid in pids {
+                self.mark_proc_dirty(pid);
+            }
         }
         tmp.clear();
         tmp.extend_from_slice(self.cx.dirty());
@@ -592,7 +592,7 @@ impl Kernel {
     fn reregister(
         &mut self,
         c: CpuId,
-        writers: &HashMap<usize, SharedLines>,
+        writers: Option<&HashMap<usize, SharedLines>>,
         s: &mut RefreshScratch,
     ) {
         // The node list reuses the buffer of a registration replaced earlier.
@@ -602,7 +602,7 @@ impl Kernel {
             PhaseWork::MemOps => {
                 let pid = self.tasks[t].pid;
                 let k = self.cx.llc_demands(self.topo.cpus[c].llc);
-                if self.ensure_op(t, Some(k), writers.get(&pid)) {
+                if self.ensure_op(t, Some(k), writers.and_then(|w| w.get(&pid))) {
                     s.rerate.push(c);
                 }
                 let op = &self.tasks[t].op_cache.as_ref()?.op;

@@ -190,6 +190,11 @@ impl ContentionIndex {
     /// The CPUs whose registered work touches any node in `nodes`, ascending, into `out`.
     pub fn users_of(&mut self, nodes: &[NodeId], out: &mut Vec<CpuId>) {
         out.clear();
+        // One node (the usual solve): its row is the union.
+        if let &[j] = nodes {
+            push_bits(self.users.row(j), out);
+            return;
+        }
         self.union.clear();
         self.union.resize(self.users.words, 0);
         for &j in nodes {

@@ -640,7 +640,7 @@ impl Kernel {
                 s.rerate.push(c);
             }
         }
-        if demand_key(old.as_ref()) != demand_key(new) {
+        if !same_demand(demand_key(old.as_ref()), demand_key(new)) {
             // The demand on the nodes changed: their factors may move.
             let old_nz = old.as_ref().filter(|r| r.demand).map(|r| r.nz.as_slice());
             let new_nz = new.filter(|r| r.demand).map(|r| r.nz.as_slice());
@@ -875,6 +875,19 @@ fn merge_runs(v: &mut Vec<CpuId>, split: usize, buf: &mut Vec<CpuId>) {
 /// What identifies a registration's demand on the memory nodes (none for a first touch).
 fn demand_key(r: Option<&contention::Reg>) -> Option<(u64, &[topo::NodeId])> {
     r.filter(|r| r.demand).map(|r| (r.fp, r.nz.as_slice()))
+}
+
+/// Whether two [`demand_key`]s are equal, compared element by element: the derived
+/// comparison of the node lists calls `memcmp`, whose call costs more than the one or two
+/// nodes a demand reads.
+fn same_demand(a: Option<(u64, &[topo::NodeId])>, b: Option<(u64, &[topo::NodeId])>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some((fa, na)), Some((fb, nb))) => {
+            fa == fb && na.len() == nb.len() && na.iter().zip(nb).all(|(x, y)| x == y)
+        }
+        _ => false,
+    }
 }
 
 /// Buffers of [`Kernel::refresh_contention`], kept between calls so that a refresh does not

@@ -136,7 +136,8 @@ impl ContentionIndex {
     /// Take the marked CPUs, ascending, into `out`; nothing stays marked.
     pub fn take_dirty(&mut self, out: &mut Vec<CpuId>) {
         out.clear();
-        out.append(&mut self.dirty);
+        super::rates::extend_short(out, &self.dirty);
+        self.dirty.clear();
         out.sort_unstable();
         for &cpu in out.iter() {
             self.dirty_bits[cpu / 64] &= !(1 << (cpu % 64));

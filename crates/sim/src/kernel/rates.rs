@@ -471,7 +471,7 @@ impl Kernel {
         self.next_refresh_at = self.now.saturating_add(self.contention_period);
         // Boxed: taking it out moves a pointer, not the scratch's few hundred bytes.
         let mut s = self.refresh_scratch.take().unwrap_or_default();
-        self.widen_dirty(&mut s.tmp, &mut s.was_tight);
+        self.widen_dirty(&mut s.tmp, &mut s.was_tight, &mut s.tight_at);
         self.cx.take_dirty(&mut s.cpus);
         self.contention_dirty = false;
         let writers = self.running_line_sharers(&s.cpus);
@@ -507,8 +507,13 @@ impl Kernel {
     /// running threads of a process whose shared-line parties change, and the memory-bound
     /// CPUs of an LLC whose count of memory phases changes (their cache share). Counts the
     /// LLCs' memory phases anew on the way.
-    fn widen_dirty(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
-        self.recheck_touches(tmp, was_tight);
+    fn widen_dirty(
+        &mut self,
+        tmp: &mut Vec<CpuId>,
+        was_tight: &mut bool,
+        tight_at: &mut Option<(u64, bool)>,
+    ) {
+        self.recheck_touches(tmp, was_tight, tight_at);
         // Without contended accesses in the workload no registration or phase is contended:
         // no process to widen to.
         if self.workload_contended {
@@ -554,11 +559,25 @@ impl Kernel {
     /// one they were rated for. While every node has room for a page group, a group lands
     /// where its own process's policy and memory say (a change there marks the process), so
     /// the registered touches are looked at only while some node is short of room, or was at
-    /// the last refresh.
-    fn recheck_touches(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
-        let group = self.params.page_group_bytes;
-        let tight = (0..self.topo.nr_nodes())
-            .any(|n| self.mem.used[n].saturating_add(group) > self.mem.capacity[n]);
+    /// the last refresh. Whether some node is short is kept with the memory's version (bumped
+    /// by every change of a node's use), most refreshes finding it unchanged.
+    fn recheck_touches(
+        &mut self,
+        tmp: &mut Vec<CpuId>,
+        was_tight: &mut bool,
+        tight_at: &mut Option<(u64, bool)>,
+    ) {
+        let version = self.mem.version();
+        let tight = match *tight_at {
+            Some((v, tight)) if v == version => tight,
+            _ => {
+                let group = self.params.page_group_bytes;
+                let tight = (0..self.topo.nr_nodes())
+                    .any(|n| self.mem.used[n].saturating_add(group) > self.mem.capacity[n]);
+                *tight_at = Some((version, tight));
+                tight
+            }
+        };
         let look = tight || *was_tight;
         *was_tight = tight;
         if !look {
@@ -919,6 +938,8 @@ pub(super) struct RefreshScratch {
     tmp: Vec<CpuId>,
     /// Some node was short of room for a page group at the last refresh.
     was_tight: bool,
+    /// Whether some node is short of room, and the memory version it was found at.
+    tight_at: Option<(u64, bool)>,
     /// The solve's result before it becomes the kernel's.
     q: cost::Contention,
     solve: cost::SolveBuffers,

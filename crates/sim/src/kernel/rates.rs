@@ -476,9 +476,18 @@ impl Kernel {
         self.contention_dirty = false;
         let writers = self.running_line_sharers(&s.cpus);
         let nr = self.topo.nr_nodes();
+        // Every node flagged in `in_set` is one of the last refresh's `nodes` (flag and push go
+        // together): clearing those flags clears them all.
+        for i in 0..s.nodes.len() {
+            let j = s.nodes[i];
+            s.in_set[j] = false;
+        }
         s.nodes.clear();
-        s.in_set.clear();
-        s.in_set.resize(nr, false);
+        if s.in_set.len() != nr {
+            s.in_set.clear();
+            s.in_set.resize(nr, false);
+        }
+        debug_assert!(!s.in_set.contains(&true));
         s.rerate.clear();
         for i in 0..s.cpus.len() {
             let c = s.cpus[i];
@@ -536,9 +545,10 @@ impl Kernel {
                 self.mark_proc_dirty(pid);
             }
         }
-        tmp.clear();
-        extend_short(tmp, self.cx.dirty());
-        for &c in tmp.iter() {
+        // The CPUs marked before this loop, read in place: marking only appends, so the
+        // first ones stay where they are (no copy of the list).
+        for i in 0..self.cx.dirty().len() {
+            let c = self.cx.dirty()[i];
             let was = self.cx.reg(c).is_some_and(|r| r.demand);
             let is = self.runs_mem_phase(c);
             if was == is {

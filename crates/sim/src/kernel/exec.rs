@@ -236,9 +236,10 @@ impl Kernel {
                 // Readers are woken during the send, before the sender goes on (or blocks).
                 self.waker_cpu = Some(task.cpu);
                 for &c in chans {
-                    self.chans[c].pending += msgs;
+                    let ch = &mut self.chans[c];
+                    ch.pending += msgs;
                     // Mostly no reader waits (they are still reading earlier messages).
-                    if self.chans[c].nr_readers == 0 {
+                    if ch.nr_readers == 0 {
                         continue;
                     }
                     let readers = std::mem::take(&mut self.chan_waiters[c].readers);

@@ -191,7 +191,8 @@ impl Kernel {
             None => self.cache_share(task.cpu),
         };
         let version = self.procs[task.pid].mem_version;
-        let contended = op.accesses.iter().any(|a| a.contended > 0.0);
+        // A workload without contended accesses has none in this phase: no walk.
+        let contended = self.workload_contended && op.accesses.iter().any(|a| a.contended > 0.0);
         let key = (task.pc, node, share.to_bits(), version);
         if !contended && task.op_cache.as_ref().is_some_and(|c| c.fits(key)) {
             return false;

@@ -425,13 +425,13 @@ impl Kernel {
     /// Advance a running task's accounting to now.
     pub(crate) fn settle(&mut self, t: TaskId) {
         let now = self.now;
-        let cpu = self.tasks[t].cpu;
-        let node = self.node_of(cpu);
         let task = &mut self.tasks[t];
         let dt = now.saturating_sub(task.last_settle);
         if dt == 0 {
             return;
         }
+        let cpu = task.cpu;
+        let node = self.topo.node_of(cpu);
         task.last_settle = now;
         task.slice_left = task.slice_left.saturating_sub(dt);
         if self.params.fair.is_some() {

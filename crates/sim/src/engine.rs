@@ -270,7 +270,9 @@ impl SlotHeap {
             seq,
             slot_epoch,
         };
-        let n = self.heap.len();
+        let heap = &mut self.heap[..];
+        let pos = &mut self.pos[..];
+        let n = heap.len();
         let key = moving.key();
         loop {
             let l = 2 * i + 1;
@@ -278,20 +280,20 @@ impl SlotHeap {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.heap[r].key() < self.heap[l].key() {
+            let c = if r < n && heap[r].key() < heap[l].key() {
                 r
             } else {
                 l
             };
-            if self.heap[c].key() >= key {
+            if heap[c].key() >= key {
                 break;
             }
-            self.heap[i] = self.heap[c];
-            self.pos[self.heap[i].slot()] = i;
+            heap[i] = heap[c];
+            pos[heap[i].slot()] = i;
             i = c;
         }
-        self.heap[i] = moving;
-        self.pos[moving.slot()] = i;
+        heap[i] = moving;
+        pos[moving.slot()] = i;
     }
 }
 

@@ -136,7 +136,8 @@ impl ContentionIndex {
     /// Take the marked CPUs, ascending, into `out`; nothing stays marked.
     pub fn take_dirty(&mut self, out: &mut Vec<CpuId>) {
         out.clear();
-        out.append(&mut self.dirty);
+        super::rates::extend_short(out, &self.dirty);
+        self.dirty.clear();
         out.sort_unstable();
         for &cpu in out.iter() {
             self.dirty_bits[cpu / 64] &= !(1 << (cpu % 64));
@@ -190,6 +191,11 @@ impl ContentionIndex {
     /// The CPUs whose registered work touches any node in `nodes`, ascending, into `out`.
     pub fn users_of(&mut self, nodes: &[NodeId], out: &mut Vec<CpuId>) {
         out.clear();
+        // One node (the usual solve): its row is the union.
+        if let &[j] = nodes {
+            push_bits(self.users.row(j), out);
+            return;
+        }
         self.union.clear();
         self.union.resize(self.users.words, 0);
         for &j in nodes {

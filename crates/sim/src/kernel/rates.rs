@@ -191,7 +191,8 @@ impl Kernel {
             None => self.cache_share(task.cpu),
         };
         let version = self.procs[task.pid].mem_version;
-        let contended = op.accesses.iter().any(|a| a.contended > 0.0);
+        // A workload without contended accesses has none in this phase: no walk.
+        let contended = self.workload_contended && op.accesses.iter().any(|a| a.contended > 0.0);
         let key = (task.pc, node, share.to_bits(), version);
         if !contended && task.op_cache.as_ref().is_some_and(|c| c.fits(key)) {
             return false;
@@ -371,7 +372,12 @@ impl Kernel {
     /// [`Kernel::line_sharers`] of every process with a running contended task, counted
     /// over the running tasks only (`mem_cpus`: the CPUs running memory-bound work), which are
     /// the only sharers there can be.
-    fn running_line_sharers(&self, mem_cpus: &[CpuId]) -> HashMap<usize, SharedLines> {
+    /// `None` when none is (a workload without contended accesses, the usual case, skips
+    /// building an empty map at every refresh).
+    fn running_line_sharers(&self, mem_cpus: &[CpuId]) -> Option<HashMap<usize, SharedLines>> {
+        if !self.workload_contended {
+            return None;
+        }
         let running = || {
             mem_cpus
                 .iter()
@@ -379,15 +385,12 @@ impl Kernel {
                 .filter(|&t| self.tasks[t].work == PhaseWork::MemOps)
         };
         let mut out: HashMap<usize, SharedLines> = HashMap::new();
-        if !self.workload_contended {
-            return out;
-        }
         for t in running().filter(|&t| self.op_contended(t)) {
             let pid = self.tasks[t].pid;
             out.entry(pid).or_insert_with(|| self.no_writers(pid));
         }
         if out.is_empty() {
-            return out;
+            return None;
         }
         for t in running() {
             if let Some(w) = out.get_mut(&self.tasks[t].pid) {
@@ -399,7 +402,7 @@ impl Kernel {
                 r.finish(&self.topo);
             }
         }
-        out
+        Some(out)
     }
 
     /// Coherence stall per shared-line access of each access of `op` for task `t`: the
@@ -469,18 +472,27 @@ impl Kernel {
         self.next_refresh_at = self.now.saturating_add(self.contention_period);
         // Boxed: taking it out moves a pointer, not the scratch's few hundred bytes.
         let mut s = self.refresh_scratch.take().unwrap_or_default();
-        self.widen_dirty(&mut s.tmp, &mut s.was_tight);
+        self.widen_dirty(&mut s.tmp, &mut s.was_tight, &mut s.tight_at);
         self.cx.take_dirty(&mut s.cpus);
         self.contention_dirty = false;
         let writers = self.running_line_sharers(&s.cpus);
         let nr = self.topo.nr_nodes();
+        // Every node flagged in `in_set` is one of the last refresh's `nodes` (flag and push go
+        // together): clearing those flags clears them all.
+        for i in 0..s.nodes.len() {
+            let j = s.nodes[i];
+            s.in_set[j] = false;
+        }
         s.nodes.clear();
-        s.in_set.clear();
-        s.in_set.resize(nr, false);
+        if s.in_set.len() != nr {
+            s.in_set.clear();
+            s.in_set.resize(nr, false);
+        }
+        debug_assert!(!s.in_set.contains(&true));
         s.rerate.clear();
         for i in 0..s.cpus.len() {
             let c = s.cpus[i];
-            self.reregister(c, &writers, &mut s);
+            self.reregister(c, writers.as_ref(), &mut s);
         }
         self.cx.close(&mut s.nodes, &mut s.in_set, &mut s.tmp);
         // Two ascending runs: the CPUs whose own registration changed (marked order), then
@@ -505,35 +517,39 @@ impl Kernel {
     /// running threads of a process whose shared-line parties change, and the memory-bound
     /// CPUs of an LLC whose count of memory phases changes (their cache share). Counts the
     /// LLCs' memory phases anew on the way.
-    fn widen_dirty(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
-        self.recheck_touches(tmp, was_tight);
-        tmp.clear();
-        tmp.extend_from_slice(self.cx.dirty());
-        let mut pids: Vec<usize> = Vec::new();
-        // Without contended accesses in the workload no registration or phase is contended.
-        let sharers = if self.workload_contended {
-            &tmp[..]
-        } else {
-            &[]
-        };
-        for &c in sharers {
-            if let Some(r) = self.cx.reg(c).filter(|r| r.contended) {
-                pids.push(r.pid);
-            }
-            if let Some(t) = self.rqs[c].curr {
-                if self.tasks[t].work == PhaseWork::MemOps && self.op_contended(t) {
-                    pids.push(self.tasks[t].pid);
+    fn widen_dirty(
+        &mut self,
+        tmp: &mut Vec<CpuId>,
+        was_tight: &mut bool,
+        tight_at: &mut Option<(u64, bool)>,
+    ) {
+        self.recheck_touches(tmp, was_tight, tight_at);
+        // Without contended accesses in the workload no registration or phase is contended:
+        // no process to widen to.
+        if self.workload_contended {
+            tmp.clear();
+            extend_short(tmp, self.cx.dirty());
+            let mut pids: Vec<usize> = Vec::new();
+            for &c in tmp.iter() {
+                if let Some(r) = self.cx.reg(c).filter(|r| r.contended) {
+                    pids.push(r.pid);
+                }
+                if let Some(t) = self.rqs[c].curr {
+                    if self.tasks[t].work == PhaseWork::MemOps && self.op_contended(t) {
+                        pids.push(self.tasks[t].pid);
+                    }
                 }
             }
+            pids.sort_unstable();
+            pids.dedup();
+            for pid in pids {
+                self.mark_proc_dirty(pid);
+            }
         }
-        pids.sort_unstable();
-        pids.dedup();
-        for pid in pids {
-            self.mark_proc_dirty(pid);
-        }
-        tmp.clear();
-        tmp.extend_from_slice(self.cx.dirty());
-        for &c in tmp.iter() {
+        // The CPUs marked before this loop, read in place: marking only appends, so the
+        // first ones stay where they are (no copy of the list).
+        for i in 0..self.cx.dirty().len() {
+            let c = self.cx.dirty()[i];
             let was = self.cx.reg(c).is_some_and(|r| r.demand);
             let is = self.runs_mem_phase(c);
             if was == is {
@@ -554,11 +570,25 @@ impl Kernel {
     /// one they were rated for. While every node has room for a page group, a group lands
     /// where its own process's policy and memory say (a change there marks the process), so
     /// the registered touches are looked at only while some node is short of room, or was at
-    /// the last refresh.
-    fn recheck_touches(&mut self, tmp: &mut Vec<CpuId>, was_tight: &mut bool) {
-        let group = self.params.page_group_bytes;
-        let tight = (0..self.topo.nr_nodes())
-            .any(|n| self.mem.used[n].saturating_add(group) > self.mem.capacity[n]);
+    /// the last refresh. Whether some node is short is kept with the memory's version (bumped
+    /// by every change of a node's use), most refreshes finding it unchanged.
+    fn recheck_touches(
+        &mut self,
+        tmp: &mut Vec<CpuId>,
+        was_tight: &mut bool,
+        tight_at: &mut Option<(u64, bool)>,
+    ) {
+        let version = self.mem.version();
+        let tight = match *tight_at {
+            Some((v, tight)) if v == version => tight,
+            _ => {
+                let group = self.params.page_group_bytes;
+                let tight = (0..self.topo.nr_nodes())
+                    .any(|n| self.mem.used[n].saturating_add(group) > self.mem.capacity[n]);
+                *tight_at = Some((version, tight));
+                tight
+            }
+        };
         let look = tight || *was_tight;
         *was_tight = tight;
         if !look {
@@ -592,7 +622,7 @@ impl Kernel {
     fn reregister(
         &mut self,
         c: CpuId,
-        writers: &HashMap<usize, SharedLines>,
+        writers: Option<&HashMap<usize, SharedLines>>,
         s: &mut RefreshScratch,
     ) {
         // The node list reuses the buffer of a registration replaced earlier.
@@ -602,11 +632,11 @@ impl Kernel {
             PhaseWork::MemOps => {
                 let pid = self.tasks[t].pid;
                 let k = self.cx.llc_demands(self.topo.cpus[c].llc);
-                if self.ensure_op(t, Some(k), writers.get(&pid)) {
+                if self.ensure_op(t, Some(k), writers.and_then(|w| w.get(&pid))) {
                     s.rerate.push(c);
                 }
                 let op = &self.tasks[t].op_cache.as_ref()?.op;
-                nz.extend_from_slice(&op.nz);
+                extend_short(&mut nz, &op.nz);
                 Some(contention::Reg {
                     task: t,
                     pid,
@@ -640,7 +670,7 @@ impl Kernel {
                 s.rerate.push(c);
             }
         }
-        if demand_key(old.as_ref()) != demand_key(new) {
+        if !same_demand(demand_key(old.as_ref()), demand_key(new)) {
             // The demand on the nodes changed: their factors may move.
             let old_nz = old.as_ref().filter(|r| r.demand).map(|r| r.nz.as_slice());
             let new_nz = new.filter(|r| r.demand).map(|r| r.nz.as_slice());
@@ -698,7 +728,7 @@ impl Kernel {
             if s.moved.len() < s.nodes.len() {
                 self.cx.users_of(&s.moved, &mut s.tmp);
             }
-            s.rerate.extend_from_slice(&s.tmp);
+            extend_short(&mut s.rerate, &s.tmp);
         }
     }
 
@@ -867,14 +897,39 @@ fn merge_runs(v: &mut Vec<CpuId>, split: usize, buf: &mut Vec<CpuId>) {
         i += usize::from(x <= y);
         j += usize::from(y <= x);
     }
-    buf.extend_from_slice(&a[i..]);
-    buf.extend_from_slice(&b[j..]);
+    extend_short(buf, &a[i..]);
+    extend_short(buf, &b[j..]);
     std::mem::swap(v, buf);
+}
+
+/// `v.extend_from_slice(src)` for the refresh's short lists (a few CPUs or nodes): element
+/// by element, where `extend_from_slice` calls `memcpy`, whose call costs more than copying
+/// one or two words (about 1.5 million calls in a numa_test run under
+/// `node-affine-dynamic`, callgrind).
+#[inline]
+pub(super) fn extend_short(v: &mut Vec<usize>, src: &[usize]) {
+    v.reserve(src.len());
+    for &x in src {
+        v.push(x);
+    }
 }
 
 /// What identifies a registration's demand on the memory nodes (none for a first touch).
 fn demand_key(r: Option<&contention::Reg>) -> Option<(u64, &[topo::NodeId])> {
     r.filter(|r| r.demand).map(|r| (r.fp, r.nz.as_slice()))
+}
+
+/// Whether two [`demand_key`]s are equal, compared element by element: the derived
+/// comparison of the node lists calls `memcmp`, whose call costs more than the one or two
+/// nodes a demand reads.
+fn same_demand(a: Option<(u64, &[topo::NodeId])>, b: Option<(u64, &[topo::NodeId])>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some((fa, na)), Some((fb, nb))) => {
+            fa == fb && na.len() == nb.len() && na.iter().zip(nb).all(|(x, y)| x == y)
+        }
+        _ => false,
+    }
 }
 
 /// Buffers of [`Kernel::refresh_contention`], kept between calls so that a refresh does not
@@ -894,6 +949,8 @@ pub(super) struct RefreshScratch {
     tmp: Vec<CpuId>,
     /// Some node was short of room for a page group at the last refresh.
     was_tight: bool,
+    /// Whether some node is short of room, and the memory version it was found at.
+    tight_at: Option<(u64, bool)>,
     /// The solve's result before it becomes the kernel's.
     q: cost::Contention,
     solve: cost::SolveBuffers,

@@ -17,11 +17,13 @@ impl Kernel {
     pub fn enqueue(&mut self, t: TaskId, cpu: CpuId, wakeup: bool) {
         let old = self.tasks[t].cpu;
         if old != cpu {
+            let other_node = self.node_of(old) != self.node_of(cpu);
+            let task = &mut self.tasks[t];
             self.counters.migrations += 1;
-            self.tasks[t].migrations += 1;
-            if self.node_of(old) != self.node_of(cpu) {
+            task.migrations += 1;
+            if other_node {
                 self.counters.node_migrations += 1;
-                self.tasks[t].node_migrations += 1;
+                task.node_migrations += 1;
             }
         }
         let key = if self.params.fair.is_some() {
@@ -49,13 +51,14 @@ impl Kernel {
         task.rq_key = key;
         self.rqs[cpu].queue.push(key, t);
         self.rq_changed(cpu);
-        if self.params.fair.is_some() {
+        let fair = self.params.fair.is_some();
+        if fair {
             self.fair_queued(cpu, t);
         }
         self.nr_waiting += 1;
         // The fair class checks preemption whenever a task joins a runqueue (wake-up, new
         // task, migration: `wakeup_preempt`); the older bases on wake-up only.
-        let check = wakeup || self.params.fair.is_some();
+        let check = wakeup || fair;
         match self.rqs[cpu].curr {
             None => {
                 self.resched(cpu);
@@ -94,27 +97,31 @@ impl Kernel {
 
     /// Handle a boundary or reschedule event on `cpu`.
     pub(crate) fn on_boundary(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
-        self.rqs[cpu].boundary_at = None;
-        let Some(t) = self.rqs[cpu].curr else {
+        let rq = &mut self.rqs[cpu];
+        rq.boundary_at = None;
+        let Some(t) = rq.curr else {
             self.dispatch(s, cpu);
             return;
         };
         self.settle(t);
         let task = &self.tasks[t];
+        let mut slice_left = task.slice_left;
         if task.cold_ns <= EPS && task.kernel_ns <= EPS && task.work_left <= EPS {
             self.complete_phase(s, t);
             self.advance(s, t);
-            if self.tasks[t].state != TaskState::Running {
+            let task = &self.tasks[t];
+            if task.state != TaskState::Running {
                 self.put_curr(cpu);
                 self.dispatch(s, cpu);
                 return;
             }
+            slice_left = task.slice_left;
         }
-        if self.tasks[t].slice_left == 0 {
+        let rq = &mut self.rqs[cpu];
+        if slice_left == 0 {
             self.expire(cpu, t);
             self.dispatch(s, cpu);
-        } else if std::mem::take(&mut self.rqs[cpu].need_resched) && !self.rqs[cpu].queue.is_empty()
-        {
+        } else if std::mem::take(&mut rq.need_resched) && !rq.queue.is_empty() {
             self.put_curr(cpu);
             self.requeue(t, cpu, false);
             self.dispatch(s, cpu);
@@ -135,26 +142,25 @@ impl Kernel {
         }
         if let Some(t) = self.rqs[cpu].curr.take() {
             self.rq_changed(cpu);
-            self.tasks[t].last_ran = self.now;
+            let round = self.rqs[cpu].round;
+            let task = &mut self.tasks[t];
+            task.last_ran = self.now;
             // The marks are read only when the task comes back in a memory phase
             // (`charge_refill_after_turns`), which is the phase it leaves in: a task off its
             // CPU does not advance. Others (the message passers) skip the loads.
-            if let Some(llc) = self.tasks[t].last_llc
-                && self.tasks[t].work == PhaseWork::MemOps
+            if let Some(llc) = task.last_llc
+                && task.work == PhaseWork::MemOps
             {
-                let touched = self.procs[self.tasks[t].pid].touched;
-                let task = &mut self.tasks[t];
                 task.llc_mark = self.llc_touched[llc];
-                task.proc_mark = touched;
+                task.proc_mark = self.procs[task.pid].touched;
             }
-            self.tasks[t].left_round = self.rqs[cpu].round;
-            if matches!(
-                self.tasks[t].work,
-                PhaseWork::MemOps | PhaseWork::Touch { .. }
-            ) {
+            task.left_round = round;
+            let mem = matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. });
+            let exited = task.state == TaskState::Exited;
+            if mem {
                 self.mark_cpu_dirty(cpu);
             }
-            if self.tasks[t].state == TaskState::Exited {
+            if exited {
                 self.pelt_detach_dead(t);
             }
         }
@@ -246,24 +252,28 @@ impl Kernel {
                 return;
             };
             self.nr_waiting -= 1;
-            let was_idle_cpu = self.rqs[cpu].balance_parked || self.rqs[cpu].balance_idle;
+            let now = self.now;
+            // One borrow of each: every `self.tasks[t]` is a bounds check and an address.
+            let rq = &mut self.rqs[cpu];
+            let task = &mut self.tasks[t];
+            let was_idle_cpu = rq.balance_parked || rq.balance_idle;
             if !fair {
-                if self.tasks[t].rq_key.0 != self.rqs[cpu].round {
+                if task.rq_key.0 != rq.round {
                     // The active array ran empty and the arrays switched.
-                    self.rqs[cpu].expired_since = None;
+                    rq.expired_since = None;
                 }
-                self.rqs[cpu].round = self.tasks[t].rq_key.0;
+                rq.round = task.rq_key.0;
             }
-            self.rqs[cpu].curr = Some(t);
+            rq.curr = Some(t);
+            task.last_cpu = Some(cpu);
+            task.run_touched = 0.0;
+            task.state = TaskState::Running;
+            task.last_settle = now;
+            if let Some(q) = task.queued_at.take() {
+                task.run_delay_ns += now.saturating_sub(q);
+            }
             self.rq_changed(cpu);
-            self.tasks[t].last_cpu = Some(cpu);
-            self.tasks[t].run_touched = 0.0;
             self.counters.context_switches += 1;
-            self.tasks[t].state = TaskState::Running;
-            self.tasks[t].last_settle = self.now;
-            if let Some(q) = self.tasks[t].queued_at.take() {
-                self.tasks[t].run_delay_ns += self.now.saturating_sub(q);
-            }
             if fair {
                 let slice = self.fair_pick_slice(t, cpu);
                 self.tasks[t].slice_left = self.slice_to_tick(cpu, slice);
@@ -415,13 +425,13 @@ impl Kernel {
     /// Advance a running task's accounting to now.
     pub(crate) fn settle(&mut self, t: TaskId) {
         let now = self.now;
-        let cpu = self.tasks[t].cpu;
-        let node = self.node_of(cpu);
         let task = &mut self.tasks[t];
         let dt = now.saturating_sub(task.last_settle);
         if dt == 0 {
             return;
         }
+        let cpu = task.cpu;
+        let node = self.topo.node_of(cpu);
         task.last_settle = now;
         task.slice_left = task.slice_left.saturating_sub(dt);
         if self.params.fair.is_some() {
@@ -554,8 +564,9 @@ impl Kernel {
         self.counters.wakeups += 1;
         self.credit_sleeper(t);
         let mut cpu = s.wake_cpu(self, t);
-        if !self.tasks[t].affinity.contains(cpu) {
-            cpu = self.tasks[t].affinity.first().unwrap_or(0);
+        let affinity = &self.tasks[t].affinity;
+        if !affinity.contains(cpu) {
+            cpu = affinity.first().unwrap_or(0);
         }
         self.enqueue(t, cpu, true);
     }

@@ -123,7 +123,12 @@ impl RunList {
             Repr::Levels { levels, spare } => {
                 let (round, prio, seq) = key;
                 let e = (seq, t);
-                match levels.binary_search_by(|l| l.cmp_key(round, prio)) {
+                // Mostly the level of the next to run (the last): tried before the search.
+                let found = match levels.last() {
+                    Some(l) if l.round == round && l.prio == prio => Ok(levels.len() - 1),
+                    _ => levels.binary_search_by(|l| l.cmp_key(round, prio)),
+                };
+                match found {
                     Ok(i) => {
                         let q = &mut levels[i].q;
                         if q.back().is_none_or(|b| *b < e) {

@@ -20,14 +20,21 @@ use topo::NodeId;
 /// Entries of the memo (direct-mapped: an entry replaces the one at its hash's place).
 const SLOTS: usize = 4096;
 
-/// Misses in a row after which the memo is not asked for the next [`BACKOFF`] solves.
+/// Misses in a row after which the memo is not asked for the next solves: [`BACKOFF_MIN`]
+/// after the first streak, twice as many after each streak that follows without a recall
+/// in between, up to [`BACKOFF`].
 /// Where the running demands do not come back (memory-bound jobs without message passers,
 /// each switch a new set: at 1024 CPUs with 8 jobs per CPU under `o1`, 79 of 230,573 solves
 /// recalled), building and storing a key for every solve reads and copies each of its
 /// demands for nothing. Where they do come back, misses come singly or in short runs (`linux`
 /// at 512 CPUs: 88% recalled). The memo is exact, so how often it is asked changes only the
 /// speed; the counts are speed choices measured on this machine, not model parameters.
+/// The first back-off is short: a run's first solves all miss (the memo starts empty), and on
+/// a small machine a long first back-off solves anew what the memo would recall (numa_test
+/// N=64 on azusa16 under `o1`: 6,779 solves made anew with 4,096 from the start, 4,520 with
+/// 256 doubling to 4,096).
 const MISS_STREAK: u32 = 64;
+const BACKOFF_MIN: u32 = 256;
 const BACKOFF: u32 = 4096;
 
 /// The inputs of one solve, flattened: the nodes, each node's starting factors (bits), then
@@ -87,11 +94,14 @@ pub(super) struct SolveMemo {
     misses_in_row: u32,
     /// Solves left before the memo is asked again.
     skip: u32,
+    /// Back-offs since the last recall.
+    backoffs: u32,
 }
 
 impl SolveMemo {
     /// Whether the next solve should look in the memo (and store its result); false for
-    /// [`BACKOFF`] solves after [`MISS_STREAK`] misses in a row. Every call is one solve.
+    /// [`BACKOFF_MIN`] to [`BACKOFF`] solves after [`MISS_STREAK`] misses in a row. Every call
+    /// is one solve.
     pub fn worth_asking(&mut self) -> bool {
         if self.skip == 0 {
             return true;
@@ -104,12 +114,14 @@ impl SolveMemo {
     pub fn note(&mut self, recalled: bool) {
         if recalled {
             self.misses_in_row = 0;
+            self.backoffs = 0;
             return;
         }
         self.misses_in_row += 1;
         if self.misses_in_row >= MISS_STREAK {
             self.misses_in_row = 0;
-            self.skip = BACKOFF;
+            self.skip = (BACKOFF_MIN << self.backoffs).min(BACKOFF);
+            self.backoffs = (self.backoffs + 1).min(BACKOFF.ilog2());
         }
     }
 
@@ -241,7 +253,30 @@ mod tests {
             assert!(memo.worth_asking());
             memo.note(false);
         }
+        // Each back-off without a recall in between twice as long as the one before, up
+        // to `BACKOFF`; a recall starts again from `BACKOFF_MIN`.
+        let mut len = BACKOFF_MIN;
+        for _ in 0..8 {
+            for _ in 0..len {
+                assert!(!memo.worth_asking());
+            }
+            for _ in 0..MISS_STREAK {
+                assert!(memo.worth_asking());
+                memo.note(false);
+            }
+            len = (len * 2).min(BACKOFF);
+        }
+        assert_eq!(len, BACKOFF);
         for _ in 0..BACKOFF {
+            assert!(!memo.worth_asking());
+        }
+        assert!(memo.worth_asking());
+        memo.note(true);
+        for _ in 0..MISS_STREAK {
+            assert!(memo.worth_asking());
+            memo.note(false);
+        }
+        for _ in 0..BACKOFF_MIN {
             assert!(!memo.worth_asking());
         }
         assert!(memo.worth_asking());

@@ -122,3 +122,50 @@ fn scheduler_options_are_documented() {
     }
     assert!(missing.is_empty(), "not in docs/POLICIES.md: {missing:?}");
 }
+
+/// Every option of every placement policy has a row in docs/PLACEMENT.md's parameter table of
+/// that policy, whose default is the code's (an option absent by default says "absent").
+#[test]
+fn placement_parameters_are_documented_with_the_codes_defaults() {
+    let doc = std::fs::read_to_string(repo().join("docs/PLACEMENT.md")).expect("PLACEMENT.md");
+    let defaults = toml::Value::try_from(policy::PlacementConfig::default()).expect("toml");
+    let mut wrong = Vec::new();
+    for name in policy::registry::names() {
+        let entry = policy::registry::find(name).expect("registered");
+        if entry.options.is_empty() {
+            continue;
+        }
+        let heading = format!("### Parameters (`[placement.{name}]`");
+        let Some(start) = doc.find(&heading) else {
+            wrong.push(format!("no section {heading}"));
+            continue;
+        };
+        let section = &doc[start..];
+        let section = &section[..section[1..].find("\n### ").map_or(section.len(), |e| e + 1)];
+        let table = defaults.get(name).and_then(toml::Value::as_table);
+        for key in entry.options {
+            let Some(row) = section
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{key}` |")))
+            else {
+                wrong.push(format!("{name}.{key}: no row"));
+                continue;
+            };
+            let documented = row.split('|').nth(2).unwrap_or("").trim().to_string();
+            let code = match table.and_then(|t| t.get(*key)) {
+                None => "absent".to_string(),
+                Some(toml::Value::Float(f)) if f.fract() == 0.0 => format!("{f:.0}"),
+                Some(v) => v.to_string(),
+            };
+            if !documented.starts_with(&code) {
+                wrong.push(format!(
+                    "{name}.{key}: docs say {documented:?}, code {code:?}"
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/PLACEMENT.md parameter tables: {wrong:#?}"
+    );
+}

@@ -67,8 +67,18 @@ impl Kernel {
                     self.unpark_balancers();
                 }
             }
-            Some(_) => {
-                if check && self.preemption_gain(t, cpu).is_some_and(|g| g > 0) {
+            Some(c) => {
+                // The O(1) base's gain is the difference of the queued priorities, the
+                // waking task's just computed for its key (`preemption_gain` would compute it
+                // again, from the same sleep credit).
+                let gain = |k: &Self| {
+                    if fair || k.params.goodness.is_some() {
+                        k.preemption_gain(t, cpu)
+                    } else {
+                        Some(k.tasks[c].rq_key.1 - key.1)
+                    }
+                };
+                if check && gain(self).is_some_and(|g| g > 0) {
                     self.rqs[cpu].need_resched = true;
                     self.counters.preemptions += 1;
                     self.resched(cpu);

@@ -517,7 +517,21 @@ impl Kernel {
 
     /// Set the rate of the current phase and post the next boundary event.
     pub(super) fn start_chunk(&mut self, cpu: CpuId, t: TaskId) {
-        self.set_rate(t);
+        // CPU work (most chunks: computing, sending, receiving) is rated here, as
+        // `set_rate` rates it, without its call; the rest through `set_rate`.
+        let nspc = self.topo.ns_per_cycle();
+        let task = &mut self.tasks[t];
+        match task.work {
+            PhaseWork::Cycles { user } => {
+                task.rate = 1.0 / nspc;
+                task.user_frac = if user { 1.0 } else { 0.0 };
+            }
+            PhaseWork::RecvMsgs { .. } => {
+                task.rate = 1.0 / nspc;
+                task.user_frac = 0.0;
+            }
+            _ => self.set_rate(t),
+        }
         self.post_boundary(cpu, t);
     }
 

@@ -142,17 +142,22 @@ impl Kernel {
 
     /// Current task leaves the CPU (blocked, exited or requeued).
     pub(super) fn put_curr(&mut self, cpu: CpuId) {
-        if let Some(t) = self.rqs[cpu].curr {
-            if self.params.fair.is_some() {
-                self.settle(t);
-                self.fair_save_lag(t, cpu);
-                self.pelt_sync_rq(cpu);
-                self.pelt_task_state(t, false, false);
-            }
+        if self.params.fair.is_some()
+            && let Some(t) = self.rqs[cpu].curr
+        {
+            self.settle(t);
+            self.fair_save_lag(t, cpu);
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, false, false);
         }
-        if let Some(t) = self.rqs[cpu].curr.take() {
-            self.rq_changed(cpu);
-            let round = self.rqs[cpu].round;
+        // One borrow of the runqueue for the take, the round and `rq_changed`'s count.
+        let rq = &mut self.rqs[cpu];
+        if let Some(t) = rq.curr.take() {
+            let round = rq.round;
+            let nr = rq.nr_running() as u32;
+            let node = self.topo.node_of(cpu);
+            self.node_rq_changes[node] += 1;
+            self.nr_running[cpu] = nr;
             let task = &mut self.tasks[t];
             task.last_ran = self.now;
             // The marks are read only when the task comes back in a memory phase

@@ -287,15 +287,22 @@ impl Kernel {
             if let Some(q) = task.queued_at.take() {
                 task.run_delay_ns += now.saturating_sub(q);
             }
-            self.rq_changed(cpu);
+            // `rq_changed`, and the first CPU (set after the fair class's pick otherwise), with
+            // the borrows at hand.
+            let nr = rq.nr_running() as u32;
+            if !fair && task.first_cpu.is_none() {
+                task.first_cpu = Some(cpu);
+            }
+            self.node_rq_changes[self.topo.node_of(cpu)] += 1;
+            self.nr_running[cpu] = nr;
             self.counters.context_switches += 1;
             if fair {
                 let slice = self.fair_pick_slice(t, cpu);
                 self.tasks[t].slice_left = self.slice_to_tick(cpu, slice);
                 self.pelt_task_state(t, true, true);
-            }
-            if self.tasks[t].first_cpu.is_none() {
-                self.tasks[t].first_cpu = Some(cpu);
+                if self.tasks[t].first_cpu.is_none() {
+                    self.tasks[t].first_cpu = Some(cpu);
+                }
             }
             self.charge_cold_cache(t, cpu);
             if self.tasks[t].work == PhaseWork::None {

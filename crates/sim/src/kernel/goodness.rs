@@ -74,6 +74,7 @@ impl Kernel {
 
     /// The priority that orders `t` on `cpu`'s queue (lower runs first): the O(1) dynamic
     /// priority, or minus its goodness on that CPU under the 2.4 base.
+    #[inline]
     pub fn queue_prio(&self, t: TaskId, cpu: CpuId) -> i32 {
         match self.params.goodness {
             Some(_) => -self.goodness(t, cpu, None),

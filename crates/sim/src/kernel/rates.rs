@@ -504,7 +504,16 @@ impl Kernel {
             let c = s.rerate[i];
             let t = self.rqs[c].curr.expect("a registered CPU runs its task");
             self.settle(t);
-            self.set_rate_with(t, false);
+            // A memory phase (nearly every re-rate) rated here, as `set_rate_with` rates it
+            // after the refresh brought its decomposition up to date, without its call.
+            let task = &mut self.tasks[t];
+            if task.work == PhaseWork::MemOps {
+                let op = task.op_cache.as_ref().map(|c| &c.op);
+                task.rate = op.map_or(0.0, |op| 1.0 / op.ns(&self.q).max(1e-9));
+                task.user_frac = 1.0;
+            } else {
+                self.set_rate_with(t, false);
+            }
             self.post_boundary(c, t);
         }
         self.refresh_scratch = Some(s);

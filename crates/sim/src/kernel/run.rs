@@ -67,8 +67,18 @@ impl Kernel {
                     self.unpark_balancers();
                 }
             }
-            Some(_) => {
-                if check && self.preemption_gain(t, cpu).is_some_and(|g| g > 0) {
+            Some(c) => {
+                // The O(1) base's gain is the difference of the queued priorities, the
+                // waking task's just computed for its key (`preemption_gain` would compute it
+                // again, from the same sleep credit).
+                let gain = |k: &Self| {
+                    if fair || k.params.goodness.is_some() {
+                        k.preemption_gain(t, cpu)
+                    } else {
+                        Some(k.tasks[c].rq_key.1 - key.1)
+                    }
+                };
+                if check && gain(self).is_some_and(|g| g > 0) {
                     self.rqs[cpu].need_resched = true;
                     self.counters.preemptions += 1;
                     self.resched(cpu);
@@ -132,17 +142,22 @@ impl Kernel {
 
     /// Current task leaves the CPU (blocked, exited or requeued).
     pub(super) fn put_curr(&mut self, cpu: CpuId) {
-        if let Some(t) = self.rqs[cpu].curr {
-            if self.params.fair.is_some() {
-                self.settle(t);
-                self.fair_save_lag(t, cpu);
-                self.pelt_sync_rq(cpu);
-                self.pelt_task_state(t, false, false);
-            }
+        if self.params.fair.is_some()
+            && let Some(t) = self.rqs[cpu].curr
+        {
+            self.settle(t);
+            self.fair_save_lag(t, cpu);
+            self.pelt_sync_rq(cpu);
+            self.pelt_task_state(t, false, false);
         }
-        if let Some(t) = self.rqs[cpu].curr.take() {
-            self.rq_changed(cpu);
-            let round = self.rqs[cpu].round;
+        // One borrow of the runqueue for the take, the round and `rq_changed`'s count.
+        let rq = &mut self.rqs[cpu];
+        if let Some(t) = rq.curr.take() {
+            let round = rq.round;
+            let nr = rq.nr_running() as u32;
+            let node = self.topo.node_of(cpu);
+            self.node_rq_changes[node] += 1;
+            self.nr_running[cpu] = nr;
             let task = &mut self.tasks[t];
             task.last_ran = self.now;
             // The marks are read only when the task comes back in a memory phase
@@ -272,15 +287,22 @@ impl Kernel {
             if let Some(q) = task.queued_at.take() {
                 task.run_delay_ns += now.saturating_sub(q);
             }
-            self.rq_changed(cpu);
+            // `rq_changed`, and the first CPU (set after the fair class's pick otherwise), with
+            // the borrows at hand.
+            let nr = rq.nr_running() as u32;
+            if !fair && task.first_cpu.is_none() {
+                task.first_cpu = Some(cpu);
+            }
+            self.node_rq_changes[self.topo.node_of(cpu)] += 1;
+            self.nr_running[cpu] = nr;
             self.counters.context_switches += 1;
             if fair {
                 let slice = self.fair_pick_slice(t, cpu);
                 self.tasks[t].slice_left = self.slice_to_tick(cpu, slice);
                 self.pelt_task_state(t, true, true);
-            }
-            if self.tasks[t].first_cpu.is_none() {
-                self.tasks[t].first_cpu = Some(cpu);
+                if self.tasks[t].first_cpu.is_none() {
+                    self.tasks[t].first_cpu = Some(cpu);
+                }
             }
             self.charge_cold_cache(t, cpu);
             if self.tasks[t].work == PhaseWork::None {
@@ -507,7 +529,21 @@ impl Kernel {
 
     /// Set the rate of the current phase and post the next boundary event.
     pub(super) fn start_chunk(&mut self, cpu: CpuId, t: TaskId) {
-        self.set_rate(t);
+        // CPU work (most chunks: computing, sending, receiving) is rated here, as
+        // `set_rate` rates it, without its call; the rest through `set_rate`.
+        let nspc = self.topo.ns_per_cycle();
+        let task = &mut self.tasks[t];
+        match task.work {
+            PhaseWork::Cycles { user } => {
+                task.rate = 1.0 / nspc;
+                task.user_frac = if user { 1.0 } else { 0.0 };
+            }
+            PhaseWork::RecvMsgs { .. } => {
+                task.rate = 1.0 / nspc;
+                task.user_frac = 0.0;
+            }
+            _ => self.set_rate(t),
+        }
         self.post_boundary(cpu, t);
     }
 

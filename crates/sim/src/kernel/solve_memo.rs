@@ -56,23 +56,25 @@ impl SolveKey {
     ) {
         let w = &mut self.words;
         w.clear();
-        w.push(nodes.len() as u64);
+        // Hashed as pushed (the same words in the same order as one pass after).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut put = |x: u64| {
+            w.push(x);
+            h = (h ^ x).wrapping_mul(0x0100_0000_01b3).rotate_left(23);
+        };
+        put(nodes.len() as u64);
         // Word by word: `extend` from a short array calls `memcpy`, slower than the stores.
         for &j in nodes {
-            w.push(j as u64);
-            w.push(q.local[j].to_bits());
-            w.push(q.remote[j].to_bits());
+            put(j as u64);
+            put(q.local[j].to_bits());
+            put(q.remote[j].to_bits());
         }
         for (fp, nz) in demands {
-            w.push(fp);
-            w.push(nz.len() as u64);
+            put(fp);
+            put(nz.len() as u64);
             for &j in nz {
-                w.push(j as u64);
+                put(j as u64);
             }
-        }
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for &x in w.iter() {
-            h = (h ^ x).wrapping_mul(0x0100_0000_01b3).rotate_left(23);
         }
         self.hash = h ^ (h >> 29);
     }

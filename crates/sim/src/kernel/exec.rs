@@ -30,16 +30,7 @@ impl Kernel {
         let mut steps = 0;
         if let Some(Phase::EndLoop) = prog.phases.get(task.pc) {
             steps += 1;
-            match task.loops.last_mut() {
-                Some((start, left)) if *left > 0 => {
-                    *left -= 1;
-                    task.pc = *start + 1;
-                }
-                _ => {
-                    task.loops.pop();
-                    task.pc += 1;
-                }
-            }
+            end_loop(task);
         }
         let (work, left) = match prog.phases.get(task.pc) {
             Some(Phase::Compute { cycles }) => (PhaseWork::Cycles { user: true }, *cycles),
@@ -291,17 +282,7 @@ impl Kernel {
                     continue;
                 }
                 Phase::EndLoop => {
-                    let task = &mut self.tasks[t];
-                    match task.loops.last_mut() {
-                        Some((start, left)) if *left > 0 => {
-                            *left -= 1;
-                            task.pc = *start + 1;
-                        }
-                        _ => {
-                            task.loops.pop();
-                            task.pc += 1;
-                        }
-                    }
+                    end_loop(&mut self.tasks[t]);
                     continue;
                 }
             };
@@ -686,4 +667,20 @@ fn give_back(list: &mut Vec<TaskId>, mut taken: Vec<TaskId>) -> u32 {
         *list = taken;
     }
     list.len() as u32
+}
+
+/// The end of a loop body: back to the body's first phase while iterations are left, else on
+/// past the loop.
+#[inline]
+fn end_loop(task: &mut Task) {
+    match task.loops.last_mut() {
+        Some((start, left)) if *left > 0 => {
+            *left -= 1;
+            task.pc = *start + 1;
+        }
+        _ => {
+            task.loops.pop();
+            task.pc += 1;
+        }
+    }
 }

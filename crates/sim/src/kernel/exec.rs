@@ -2,7 +2,7 @@
 
 use super::sched_api::{CpuScheduler, ExecPlacement};
 use super::task::{PhaseWork, Process, Task, TaskState};
-use super::{Kernel, Pid, TaskId};
+use super::{Channel, Kernel, Pid, TaskId};
 use crate::memory::{MemPolicy, Region};
 use crate::program::Phase;
 use topo::{CpuId, CpuSet};
@@ -50,8 +50,7 @@ impl Kernel {
                     task.recv_left = recv_left;
                     ch.nr_readers += 1;
                     self.chan_waiters[*chan].readers.push(t);
-                    task.state = TaskState::Blocked;
-                    task.sleep_since = self.now;
+                    task.block(self.now);
                     return None;
                 }
                 let k = ch.pending.min(u64::from(recv_left)) as u32;
@@ -69,21 +68,11 @@ impl Kernel {
                 cycles_per_msg,
                 buffer,
             }) => {
-                let full = if *buffer == 0 {
-                    None
-                } else {
-                    let room = u64::from(*buffer).saturating_sub(u64::from(*msgs));
-                    chans
-                        .iter()
-                        .copied()
-                        .find(|&c| self.chans[c].pending > room)
-                };
-                if let Some(c) = full {
+                if let Some(c) = full_channel(&self.chans, chans, *msgs, *buffer) {
                     self.chan_waiters[c].writers.push(t);
                     self.chans[c].nr_writers += 1;
                     self.counters.send_blocks += 1;
-                    task.state = TaskState::Blocked;
-                    task.sleep_since = self.now;
+                    task.block(self.now);
                     return None;
                 }
                 (
@@ -135,7 +124,7 @@ impl Kernel {
                     cycles_per_msg,
                     buffer,
                 } => {
-                    if let Some(c) = self.full_channel(chans, *msgs, *buffer) {
+                    if let Some(c) = full_channel(&self.chans, chans, *msgs, *buffer) {
                         self.chan_waiters[c].writers.push(t);
                         self.chans[c].nr_writers += 1;
                         self.counters.send_blocks += 1;
@@ -369,21 +358,8 @@ impl Kernel {
 
     /// The first of `chans` without room for `msgs` more messages under a `buffer` limit
     /// (0: unbounded).
-    fn full_channel(&self, chans: &[usize], msgs: u32, buffer: u32) -> Option<usize> {
-        if buffer == 0 {
-            return None;
-        }
-        let room = u64::from(buffer).saturating_sub(u64::from(msgs));
-        chans
-            .iter()
-            .copied()
-            .find(|&c| self.chans[c].pending > room)
-    }
-
     fn block(&mut self, t: TaskId) {
-        let task = &mut self.tasks[t];
-        task.state = TaskState::Blocked;
-        task.sleep_since = self.now;
+        self.tasks[t].block(self.now);
     }
 
     /// First-touch every untouched page group of the given regions of the task's process
@@ -667,6 +643,16 @@ fn give_back(list: &mut Vec<TaskId>, mut taken: Vec<TaskId>) -> u32 {
         *list = taken;
     }
     list.len() as u32
+}
+
+/// The first of `chans` whose socket buffer of `buffer` messages (0: no limit) has no room for
+/// `msgs` more: a sender blocks on it.
+fn full_channel(state: &[Channel], chans: &[usize], msgs: u32, buffer: u32) -> Option<usize> {
+    if buffer == 0 {
+        return None;
+    }
+    let room = u64::from(buffer).saturating_sub(u64::from(msgs));
+    chans.iter().copied().find(|&c| state[c].pending > room)
 }
 
 /// The end of a loop body: back to the body's first phase while iterations are left, else on

@@ -211,6 +211,13 @@ impl OpCache {
 }
 
 impl Task {
+    /// Blocks the task at `now` (it waits on a channel until a peer wakes it).
+    #[inline]
+    pub(crate) fn block(&mut self, now: Ns) {
+        self.state = TaskState::Blocked;
+        self.sleep_since = now;
+    }
+
     /// Whether it has run: made by exec, or picked once since its fork.
     pub fn has_run(&self) -> bool {
         self.from_exec || self.first_cpu.is_some()

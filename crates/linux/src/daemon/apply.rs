@@ -76,13 +76,13 @@ pub struct Moved {
 }
 
 /// One `SetHome` of a decision for [`Actuator::set_homes`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HomeRequest<'a> {
     pub key: ProcessKey,
     /// The home nodes (topology ids), for the journal.
     pub nodes: &'a [NodeId],
     /// The kernel CPUs to set.
-    pub kcpus: &'a CpuSet,
+    pub kcpus: CpuSet,
 }
 
 /// Applies actions.
@@ -193,7 +193,7 @@ impl Actuator {
         journal: &mut Journal,
         r: &HomeRequest<'_>,
     ) -> Result<(Outcome, Option<CpuSet>), Error> {
-        let Live::Alive(set) = affinity::set_process_affinity(&self.root, r.key.pid, r.kcpus)?
+        let Live::Alive(set) = affinity::set_process_affinity(&self.root, r.key.pid, &r.kcpus)?
         else {
             return Ok((Outcome::Skipped("the process exited".into()), None));
         };
@@ -522,7 +522,7 @@ mod batch_tests {
             .map(|(key, cpus)| HomeRequest {
                 key: *key,
                 nodes: &nodes,
-                kcpus: cpus,
+                kcpus: cpus.clone(),
             })
             .collect();
         reqs.insert(
@@ -530,7 +530,7 @@ mod batch_tests {
             HomeRequest {
                 key: reused,
                 nodes: &nodes,
-                kcpus: &keys[0].1,
+                kcpus: keys[0].1.clone(),
             },
         );
         let mut act = Actuator::new(root, &path, false, MemoryConfig::default());

@@ -393,26 +393,18 @@ impl Daemon {
     /// Sets the homes of the decision's `SetHome` actions together ([`Actuator::set_homes`]:
     /// two journal writes for all of them). The results are in the actions' order.
     fn set_homes(&mut self, actions: &[Action]) -> Vec<(Outcome, Option<CpuSet>)> {
-        let wanted: Vec<(ProcessKey, &[NodeId], CpuSet)> = actions
+        let reqs: Vec<HomeRequest<'_>> = actions
             .iter()
             .filter_map(|a| match a {
-                Action::SetHome { nodes, cpus, .. } => Some((
-                    ProcessKey {
+                Action::SetHome { nodes, cpus, .. } => Some(HomeRequest {
+                    key: ProcessKey {
                         pid: a.pid(),
                         starttime: a.start_time(),
                     },
-                    nodes.as_slice(),
-                    self.host.kernel_cpus(cpus),
-                )),
+                    nodes,
+                    kcpus: self.host.kernel_cpus(cpus),
+                }),
                 _ => None,
-            })
-            .collect();
-        let reqs: Vec<HomeRequest<'_>> = wanted
-            .iter()
-            .map(|(key, nodes, kcpus)| HomeRequest {
-                key: *key,
-                nodes,
-                kcpus,
             })
             .collect();
         self.actuator.set_homes(&mut self.journal, &reqs)

@@ -922,6 +922,11 @@ fn merge_runs(v: &mut Vec<CpuId>, split: usize, buf: &mut Vec<CpuId>) {
 /// `node-affine-dynamic`, callgrind).
 #[inline]
 pub(super) fn extend_short(v: &mut Vec<usize>, src: &[usize]) {
+    // One element (the usual marked CPU, node of a demand, user of a node): a push alone.
+    if let &[x] = src {
+        v.push(x);
+        return;
+    }
     v.reserve(src.len());
     for &x in src {
         v.push(x);

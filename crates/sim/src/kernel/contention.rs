@@ -82,7 +82,7 @@ pub(super) struct ContentionIndex {
     /// CPUs marked for the next refresh (bit and list, so marking twice costs nothing).
     dirty_bits: Vec<u64>,
     dirty: Vec<CpuId>,
-    /// Union of node rows, scratch of [`ContentionIndex::users_of`].
+    /// Union of node rows, scratch of [`ContentionIndex::push_users_of`].
     union: Vec<u64>,
     /// Registered demands that touch more than one node. While there are none, every
     /// component of the node-demand graph is a single node and [`ContentionIndex::close`]
@@ -188,9 +188,16 @@ impl ContentionIndex {
         push_bits(&self.touching, out);
     }
 
-    /// The CPUs whose registered work touches any node in `nodes`, ascending, into `out`.
+    /// [`ContentionIndex::push_users_of`] into an emptied `out`.
+    #[cfg(test)]
     pub fn users_of(&mut self, nodes: &[NodeId], out: &mut Vec<CpuId>) {
         out.clear();
+        self.push_users_of(nodes, out);
+    }
+
+    /// The CPUs whose registered work touches any node in `nodes`, ascending, appended to
+    /// `out` (the refresh lists them at the end of its re-rate list).
+    pub fn push_users_of(&mut self, nodes: &[NodeId], out: &mut Vec<CpuId>) {
         // One node (the usual solve): its row is the union.
         if let &[j] = nodes {
             push_bits(self.users.row(j), out);

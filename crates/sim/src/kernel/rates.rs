@@ -711,19 +711,27 @@ impl Kernel {
     /// their decompositions had when registered, which a change of decomposition re-marks),
     /// so a recalled solve reads neither the decompositions nor a copy of the factors: the
     /// recalled factors are written into the kernel's directly.
+    ///
+    /// The users of the solved nodes are listed at the end of `s.rerate`, where they stay when
+    /// every solved node's factors moved (the usual case): copying them there from a list of
+    /// their own cost more than the rest of a recalled solve's bookkeeping here (callgrind).
     fn solve_changed(&mut self, s: &mut RefreshScratch) {
         if s.nodes.is_empty() {
             return;
         }
-        self.cx.users_of(&s.nodes, &mut s.tmp);
+        let from = s.rerate.len();
+        self.cx.push_users_of(&s.nodes, &mut s.rerate);
         // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
         s.moved.clear();
-        let iterations = if s.tmp.len() > MEMO_MAX_USERS || !s.memo.worth_asking() {
-            self.solve_anew(s, false)
+        let users = s.rerate.len() - from;
+        let iterations = if users > MEMO_MAX_USERS || !s.memo.worth_asking() {
+            self.solve_anew(s, from, false)
         } else {
             let cx = &self.cx;
-            let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
+            let regs = s.rerate[from..]
+                .iter()
+                .filter_map(|&c| cx.reg(c).filter(|r| r.demand));
             s.key
                 .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
             let recalled = s
@@ -732,27 +740,25 @@ impl Kernel {
             s.memo.note(recalled.is_some());
             match recalled {
                 Some(iterations) => iterations,
-                None => self.solve_anew(s, true),
+                None => self.solve_anew(s, from, true),
             }
         };
         self.counters.contention_iterations += u64::from(iterations);
-        if !s.moved.is_empty() {
-            // `s.tmp` holds the users of the solved nodes; when every one of them moved (the
-            // usual case) it is already the list wanted.
-            if s.moved.len() < s.nodes.len() {
-                self.cx.users_of(&s.moved, &mut s.tmp);
+        if s.moved.len() < s.nodes.len() {
+            s.rerate.truncate(from);
+            if !s.moved.is_empty() {
+                self.cx.push_users_of(&s.moved, &mut s.rerate);
             }
-            extend_short(&mut s.rerate, &s.tmp);
         }
     }
 
     /// The solve of [`Kernel::solve_changed`] that the memo did not hold or was not asked
-    /// for (`s.tmp`: the CPUs using its nodes): solved from the kernel's factors, stored in
-    /// the memo under `s.key` when `store`, and made the kernel's, the nodes whose factors
-    /// moved in `s.moved`. Returns its iterations.
-    fn solve_anew(&mut self, s: &mut RefreshScratch, store: bool) -> u32 {
+    /// for (`s.rerate[from..]`: the CPUs using its nodes): solved from the kernel's factors,
+    /// stored in the memo under `s.key` when `store`, and made the kernel's, the nodes whose
+    /// factors moved in `s.moved`. Returns its iterations.
+    fn solve_anew(&mut self, s: &mut RefreshScratch, from: usize, store: bool) -> u32 {
         let mut demands = recycle(std::mem::take(&mut s.demands));
-        for &c in &s.tmp {
+        for &c in &s.rerate[from..] {
             let Some(r) = self.cx.reg(c).filter(|r| r.demand) else {
                 continue;
             };

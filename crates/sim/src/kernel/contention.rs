@@ -136,6 +136,13 @@ impl ContentionIndex {
     /// Take the marked CPUs, ascending, into `out`; nothing stays marked.
     pub fn take_dirty(&mut self, out: &mut Vec<CpuId>) {
         out.clear();
+        // One CPU (most refreshes: the CPU that switched): no copy of a list, no sort.
+        if let &[cpu] = self.dirty.as_slice() {
+            out.push(cpu);
+            self.dirty.clear();
+            self.dirty_bits[cpu / 64] &= !(1 << (cpu % 64));
+            return;
+        }
         super::rates::extend_short(out, &self.dirty);
         self.dirty.clear();
         out.sort_unstable();

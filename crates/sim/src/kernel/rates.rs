@@ -571,9 +571,10 @@ impl Kernel {
             }
             let llc = self.topo.cpus[c].llc;
             self.cx.count_llc(llc, was, is);
+            // `c` itself is marked already (azusa16 has one CPU per LLC: nothing else).
             for i in 0..self.llc_cpus[llc].len() {
                 let o = self.llc_cpus[llc][i];
-                if self.runs_mem_phase(o) {
+                if o != c && self.runs_mem_phase(o) {
                     self.cx.mark(o);
                 }
             }

@@ -167,20 +167,26 @@ impl ContentionIndex {
 
     /// Register `new` on `cpu` and return what was there. The LLC count is not touched
     /// ([`ContentionIndex::count_llc`] does it first, since decompositions need it).
+    ///
+    /// The node rows are written through a slice held in a local (a refresh replaces a
+    /// registration nearly every time): through `CpuSets::set`, each store of a word might
+    /// have changed the sets' own length and pointer, which were read again after it.
     pub fn replace(&mut self, cpu: CpuId, new: Option<Reg>) -> Option<Reg> {
+        let (w, b) = (cpu / 64, 1u64 << (cpu % 64));
+        let words = self.users.words;
+        let rows = &mut self.users.bits[..];
         if let Some(old) = &self.regs[cpu] {
             for &j in &old.nz {
-                self.users.set(j, cpu, false);
+                rows[j * words + w] &= !b;
             }
             self.spanning -= usize::from(spans(old));
         }
         if let Some(r) = &new {
             for &j in &r.nz {
-                self.users.set(j, cpu, true);
+                rows[j * words + w] |= b;
             }
             self.spanning += usize::from(spans(r));
         }
-        let (w, b) = (cpu / 64, 1u64 << (cpu % 64));
         if new.as_ref().is_some_and(|r| !r.demand) {
             self.touching[w] |= b;
         } else {

@@ -687,17 +687,11 @@ impl Kernel {
         }
         if !same_demand(demand_key(old.as_ref()), demand_key(new)) {
             // The demand on the nodes changed: their factors may move.
-            let old_nz = old.as_ref().filter(|r| r.demand).map(|r| r.nz.as_slice());
-            let new_nz = new.filter(|r| r.demand).map(|r| r.nz.as_slice());
-            for &j in old_nz
-                .unwrap_or_default()
-                .iter()
-                .chain(new_nz.unwrap_or_default())
-            {
-                if !s.in_set[j] {
-                    s.in_set[j] = true;
-                    s.nodes.push(j);
-                }
+            if let Some(r) = old.as_ref().filter(|r| r.demand) {
+                s.add_nodes(&r.nz);
+            }
+            if let Some(r) = new.filter(|r| r.demand) {
+                s.add_nodes(&r.nz);
             }
         }
         if let Some(old) = old {
@@ -987,6 +981,18 @@ pub(super) struct RefreshScratch {
     /// The inputs of the solve at hand, and the solves of this run by their inputs.
     key: solve_memo::SolveKey,
     memo: solve_memo::SolveMemo,
+}
+
+impl RefreshScratch {
+    /// Add `nz` to the nodes to solve (each once).
+    fn add_nodes(&mut self, nz: &[topo::NodeId]) {
+        for &j in nz {
+            if !self.in_set[j] {
+                self.in_set[j] = true;
+                self.nodes.push(j);
+            }
+        }
+    }
 }
 
 impl Kernel {

@@ -82,7 +82,7 @@ pub(super) struct ContentionIndex {
     /// CPUs marked for the next refresh (bit and list, so marking twice costs nothing).
     dirty_bits: Vec<u64>,
     dirty: Vec<CpuId>,
-    /// Union of node rows, scratch of [`ContentionIndex::users_of`].
+    /// Union of node rows, scratch of [`ContentionIndex::push_users_of`].
     union: Vec<u64>,
     /// Registered demands that touch more than one node. While there are none, every
     /// component of the node-demand graph is a single node and [`ContentionIndex::close`]
@@ -136,6 +136,13 @@ impl ContentionIndex {
     /// Take the marked CPUs, ascending, into `out`; nothing stays marked.
     pub fn take_dirty(&mut self, out: &mut Vec<CpuId>) {
         out.clear();
+        // One CPU (most refreshes: the CPU that switched): no copy of a list, no sort.
+        if let &[cpu] = self.dirty.as_slice() {
+            out.push(cpu);
+            self.dirty.clear();
+            self.dirty_bits[cpu / 64] &= !(1 << (cpu % 64));
+            return;
+        }
         super::rates::extend_short(out, &self.dirty);
         self.dirty.clear();
         out.sort_unstable();
@@ -160,20 +167,26 @@ impl ContentionIndex {
 
     /// Register `new` on `cpu` and return what was there. The LLC count is not touched
     /// ([`ContentionIndex::count_llc`] does it first, since decompositions need it).
+    ///
+    /// The node rows are written through a slice held in a local (a refresh replaces a
+    /// registration nearly every time): through `CpuSets::set`, each store of a word might
+    /// have changed the sets' own length and pointer, which were read again after it.
     pub fn replace(&mut self, cpu: CpuId, new: Option<Reg>) -> Option<Reg> {
+        let (w, b) = (cpu / 64, 1u64 << (cpu % 64));
+        let words = self.users.words;
+        let rows = &mut self.users.bits[..];
         if let Some(old) = &self.regs[cpu] {
             for &j in &old.nz {
-                self.users.set(j, cpu, false);
+                rows[j * words + w] &= !b;
             }
             self.spanning -= usize::from(spans(old));
         }
         if let Some(r) = &new {
             for &j in &r.nz {
-                self.users.set(j, cpu, true);
+                rows[j * words + w] |= b;
             }
             self.spanning += usize::from(spans(r));
         }
-        let (w, b) = (cpu / 64, 1u64 << (cpu % 64));
         if new.as_ref().is_some_and(|r| !r.demand) {
             self.touching[w] |= b;
         } else {
@@ -188,9 +201,16 @@ impl ContentionIndex {
         push_bits(&self.touching, out);
     }
 
-    /// The CPUs whose registered work touches any node in `nodes`, ascending, into `out`.
+    /// [`ContentionIndex::push_users_of`] into an emptied `out`.
+    #[cfg(test)]
     pub fn users_of(&mut self, nodes: &[NodeId], out: &mut Vec<CpuId>) {
         out.clear();
+        self.push_users_of(nodes, out);
+    }
+
+    /// The CPUs whose registered work touches any node in `nodes`, ascending, appended to
+    /// `out` (the refresh lists them at the end of its re-rate list).
+    pub fn push_users_of(&mut self, nodes: &[NodeId], out: &mut Vec<CpuId>) {
         // One node (the usual solve): its row is the union.
         if let &[j] = nodes {
             push_bits(self.users.row(j), out);

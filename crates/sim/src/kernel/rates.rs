@@ -503,7 +503,12 @@ impl Kernel {
         for i in 0..s.rerate.len() {
             let c = s.rerate[i];
             let t = self.rqs[c].curr.expect("a registered CPU runs its task");
-            self.settle(t);
+            // Most users of a node whose factors moved were settled at this instant already
+            // (wake-ups switch several CPUs at one instant: 619 k of 896 k re-rates under
+            // `node-affine-dynamic` N=16); `settle` would return at once, after its call.
+            if self.now > self.tasks[t].last_settle {
+                self.settle(t);
+            }
             // A memory phase (nearly every re-rate) rated here, as `set_rate_with` rates it
             // after the refresh brought its decomposition up to date, without its call.
             let task = &mut self.tasks[t];
@@ -566,9 +571,10 @@ impl Kernel {
             }
             let llc = self.topo.cpus[c].llc;
             self.cx.count_llc(llc, was, is);
+            // `c` itself is marked already (azusa16 has one CPU per LLC: nothing else).
             for i in 0..self.llc_cpus[llc].len() {
                 let o = self.llc_cpus[llc][i];
-                if self.runs_mem_phase(o) {
+                if o != c && self.runs_mem_phase(o) {
                     self.cx.mark(o);
                 }
             }
@@ -681,17 +687,11 @@ impl Kernel {
         }
         if !same_demand(demand_key(old.as_ref()), demand_key(new)) {
             // The demand on the nodes changed: their factors may move.
-            let old_nz = old.as_ref().filter(|r| r.demand).map(|r| r.nz.as_slice());
-            let new_nz = new.filter(|r| r.demand).map(|r| r.nz.as_slice());
-            for &j in old_nz
-                .unwrap_or_default()
-                .iter()
-                .chain(new_nz.unwrap_or_default())
-            {
-                if !s.in_set[j] {
-                    s.in_set[j] = true;
-                    s.nodes.push(j);
-                }
+            if let Some(r) = old.as_ref().filter(|r| r.demand) {
+                s.add_nodes(&r.nz);
+            }
+            if let Some(r) = new.filter(|r| r.demand) {
+                s.add_nodes(&r.nz);
             }
         }
         if let Some(old) = old {
@@ -706,19 +706,27 @@ impl Kernel {
     /// their decompositions had when registered, which a change of decomposition re-marks),
     /// so a recalled solve reads neither the decompositions nor a copy of the factors: the
     /// recalled factors are written into the kernel's directly.
+    ///
+    /// The users of the solved nodes are listed at the end of `s.rerate`, where they stay when
+    /// every solved node's factors moved (the usual case): copying them there from a list of
+    /// their own cost more than the rest of a recalled solve's bookkeeping here (callgrind).
     fn solve_changed(&mut self, s: &mut RefreshScratch) {
         if s.nodes.is_empty() {
             return;
         }
-        self.cx.users_of(&s.nodes, &mut s.tmp);
+        let from = s.rerate.len();
+        self.cx.push_users_of(&s.nodes, &mut s.rerate);
         // Counted as solves whether solved or recalled (`solve_memo`: the same bits).
         self.counters.contention_solves += 1;
         s.moved.clear();
-        let iterations = if s.tmp.len() > MEMO_MAX_USERS || !s.memo.worth_asking() {
-            self.solve_anew(s, false)
+        let users = s.rerate.len() - from;
+        let iterations = if users > MEMO_MAX_USERS || !s.memo.worth_asking() {
+            self.solve_anew(s, from, false)
         } else {
             let cx = &self.cx;
-            let regs = s.tmp.iter().filter_map(|&c| cx.reg(c).filter(|r| r.demand));
+            let regs = s.rerate[from..]
+                .iter()
+                .filter_map(|&c| cx.reg(c).filter(|r| r.demand));
             s.key
                 .build(&s.nodes, &self.q, regs.map(|r| (r.fp, r.nz.as_slice())));
             let recalled = s
@@ -727,27 +735,25 @@ impl Kernel {
             s.memo.note(recalled.is_some());
             match recalled {
                 Some(iterations) => iterations,
-                None => self.solve_anew(s, true),
+                None => self.solve_anew(s, from, true),
             }
         };
         self.counters.contention_iterations += u64::from(iterations);
-        if !s.moved.is_empty() {
-            // `s.tmp` holds the users of the solved nodes; when every one of them moved (the
-            // usual case) it is already the list wanted.
-            if s.moved.len() < s.nodes.len() {
-                self.cx.users_of(&s.moved, &mut s.tmp);
+        if s.moved.len() < s.nodes.len() {
+            s.rerate.truncate(from);
+            if !s.moved.is_empty() {
+                self.cx.push_users_of(&s.moved, &mut s.rerate);
             }
-            extend_short(&mut s.rerate, &s.tmp);
         }
     }
 
     /// The solve of [`Kernel::solve_changed`] that the memo did not hold or was not asked
-    /// for (`s.tmp`: the CPUs using its nodes): solved from the kernel's factors, stored in
-    /// the memo under `s.key` when `store`, and made the kernel's, the nodes whose factors
-    /// moved in `s.moved`. Returns its iterations.
-    fn solve_anew(&mut self, s: &mut RefreshScratch, store: bool) -> u32 {
+    /// for (`s.rerate[from..]`: the CPUs using its nodes): solved from the kernel's factors,
+    /// stored in the memo under `s.key` when `store`, and made the kernel's, the nodes whose
+    /// factors moved in `s.moved`. Returns its iterations.
+    fn solve_anew(&mut self, s: &mut RefreshScratch, from: usize, store: bool) -> u32 {
         let mut demands = recycle(std::mem::take(&mut s.demands));
-        for &c in &s.tmp {
+        for &c in &s.rerate[from..] {
             let Some(r) = self.cx.reg(c).filter(|r| r.demand) else {
                 continue;
             };
@@ -917,6 +923,11 @@ fn merge_runs(v: &mut Vec<CpuId>, split: usize, buf: &mut Vec<CpuId>) {
 /// `node-affine-dynamic`, callgrind).
 #[inline]
 pub(super) fn extend_short(v: &mut Vec<usize>, src: &[usize]) {
+    // One element (the usual marked CPU, node of a demand, user of a node): a push alone.
+    if let &[x] = src {
+        v.push(x);
+        return;
+    }
     v.reserve(src.len());
     for &x in src {
         v.push(x);
@@ -970,6 +981,18 @@ pub(super) struct RefreshScratch {
     /// The inputs of the solve at hand, and the solves of this run by their inputs.
     key: solve_memo::SolveKey,
     memo: solve_memo::SolveMemo,
+}
+
+impl RefreshScratch {
+    /// Add `nz` to the nodes to solve (each once).
+    fn add_nodes(&mut self, nz: &[topo::NodeId]) {
+        for &j in nz {
+            if !self.in_set[j] {
+                self.in_set[j] = true;
+                self.nodes.push(j);
+            }
+        }
+    }
 }
 
 impl Kernel {

@@ -562,10 +562,14 @@ impl Kernel {
         } else {
             f64::INFINITY
         };
-        let ns = (task.cold_ns + task.kernel_ns + work_ns)
-            .min(task.slice_left as f64)
-            .ceil()
-            .max(1.0);
+        // `min(slice).ceil()`, with the call to `ceil` only when the chunk ends before the
+        // slice: a slice left is a whole number of ns (a `u64` converted to `f64` is always
+        // whole), so its `ceil` is itself. A NaN chunk gives the slice, as `min` does.
+        let (chunk, slice) = (
+            task.cold_ns + task.kernel_ns + work_ns,
+            task.slice_left as f64,
+        );
+        let ns = if chunk < slice { chunk.ceil() } else { slice }.max(1.0);
         let at = self.now.saturating_add(ns as Ns);
         let rq = &mut self.rqs[cpu];
         if rq.boundary_at == Some(at) {

@@ -32,51 +32,90 @@ const SLOTS: usize = 4096;
 /// The first back-off is short: a run's first solves all miss (the memo starts empty), and on
 /// a small machine a long first back-off solves anew what the memo would recall (numa_test
 /// N=64 on azusa16 under `o1`: 6,779 solves made anew with 4,096 from the start, 4,520 with
-/// 256 doubling to 4,096).
-const MISS_STREAK: u32 = 64;
+/// 256 doubling to 4,096). The streak is 256 misses long (it was 64): new states of a small
+/// machine come in bursts longer than 64 solves that the memo recalls soon after (the same
+/// run: 4,520 -> 3,685 solves made anew, of 2,979 distinct keys), while at 1024 CPUs it asks
+/// 256 solves of each back-off period of up to 4,096, a key each, no solve more.
+const MISS_STREAK: u32 = 256;
 const BACKOFF_MIN: u32 = 256;
 const BACKOFF: u32 = 4096;
 
 /// The inputs of one solve, flattened: the nodes, each node's starting factors (bits), then
 /// per demand its fingerprint, its number of nodes and the nodes.
+///
+/// The words are `words[..len]`: the buffer only grows, to the longest key the demands given
+/// could make, so that a key is written through a slice whose address and length stay in
+/// registers. Pushed into the vector, each store of a word might have changed the vector's
+/// own length and pointer (both are words too), which were read again after every store
+/// (about 23 instructions a word, callgrind).
 #[derive(Debug, Default)]
 pub(super) struct SolveKey {
     words: Vec<u64>,
+    len: usize,
     hash: u64,
+}
+
+/// Writes a key's words and hashes them as they are written.
+struct KeyWriter<'w> {
+    buf: &'w mut [u64],
+    len: usize,
+    hash: u64,
+}
+
+impl KeyWriter<'_> {
+    #[inline(always)]
+    fn put(&mut self, x: u64) {
+        self.buf[self.len] = x;
+        self.len += 1;
+        self.hash = (self.hash ^ x)
+            .wrapping_mul(0x0100_0000_01b3)
+            .rotate_left(23);
+    }
 }
 
 impl SolveKey {
     /// The key of solving `nodes` from `q` with `demands`, each given by its fingerprint and
-    /// nodes (as registered: the same values as its decomposition's `fp` and `nz`).
+    /// nodes (as registered: the same values as its decomposition's `fp` and `nz`, ascending
+    /// nodes of the machine, so at most as many as `q` has). `demands` must know how many it
+    /// may give at most (its `size_hint`).
     pub fn build<'a>(
         &mut self,
         nodes: &[NodeId],
         q: &Contention,
         demands: impl Iterator<Item = (u64, &'a [NodeId])>,
     ) {
-        let w = &mut self.words;
-        w.clear();
-        // Hashed as pushed (the same words in the same order as one pass after).
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut put = |x: u64| {
-            w.push(x);
-            h = (h ^ x).wrapping_mul(0x0100_0000_01b3).rotate_left(23);
+        let most = demands.size_hint().1.expect("a bounded list of demands");
+        let longest = 1 + 3 * nodes.len() + most * (2 + q.local.len());
+        if self.words.len() < longest {
+            self.words.resize(longest, 0);
+        }
+        // Hashed as written (the same words in the same order as one pass after).
+        let mut w = KeyWriter {
+            buf: &mut self.words,
+            len: 0,
+            hash: 0xcbf2_9ce4_8422_2325,
         };
-        put(nodes.len() as u64);
-        // Word by word: `extend` from a short array calls `memcpy`, slower than the stores.
+        w.put(nodes.len() as u64);
         for &j in nodes {
-            put(j as u64);
-            put(q.local[j].to_bits());
-            put(q.remote[j].to_bits());
+            w.put(j as u64);
+            w.put(q.local[j].to_bits());
+            w.put(q.remote[j].to_bits());
         }
         for (fp, nz) in demands {
-            put(fp);
-            put(nz.len() as u64);
+            w.put(fp);
+            w.put(nz.len() as u64);
             for &j in nz {
-                put(j as u64);
+                w.put(j as u64);
             }
         }
+        let (len, h) = (w.len, w.hash);
+        self.len = len;
         self.hash = h ^ (h >> 29);
+    }
+
+    /// The key's words.
+    fn words(&self) -> &[u64] {
+        &self.words[..self.len]
     }
 }
 
@@ -143,7 +182,7 @@ impl SolveMemo {
         moved: &mut Vec<NodeId>,
     ) -> Option<u32> {
         let e = self.slots.get(self.slot(key))?;
-        if e.key != key.words {
+        if e.key != key.words() {
             return None;
         }
         for (i, &j) in nodes.iter().enumerate() {
@@ -165,7 +204,8 @@ impl SolveMemo {
         }
         let slot = self.slot(key);
         let e = &mut self.slots[slot];
-        e.key.clone_from(&key.words);
+        e.key.clear();
+        e.key.extend_from_slice(key.words());
         e.factors.clear();
         for &j in nodes {
             e.factors.extend([q.local[j], q.remote[j]]);
@@ -239,6 +279,25 @@ mod tests {
             memo.recall_moved(&other, &[0, 1], &mut q, &mut changed),
             None
         );
+    }
+
+    /// A key shorter than one built before in the same buffer is its own words only: it
+    /// matches a stored key of the same words and not one that extends it.
+    #[test]
+    fn a_shorter_key_is_compared_by_its_own_words() {
+        let (a, b) = (demand(7, vec![0]), demand(9, vec![0]));
+        let start = Contention::idle(2);
+        let mut memo = SolveMemo::default();
+        let mut key = SolveKey::default();
+        key.build(&[0], &start, pairs(&[&a, &b]));
+        let long = key.words().to_vec();
+        memo.store(&key, &[0], &start, 3);
+        key.build(&[0], &start, pairs(&[&a]));
+        assert_eq!(key.words(), &long[..long.len() - 3]);
+        let (mut q, mut moved) = (Contention::idle(2), Vec::new());
+        assert_eq!(memo.recall_moved(&key, &[0], &mut q, &mut moved), None);
+        memo.store(&key, &[0], &start, 2);
+        assert_eq!(memo.recall_moved(&key, &[0], &mut q, &mut moved), Some(2));
     }
 
     /// A run of misses makes the memo sit out the next solves; a recall resets the count.

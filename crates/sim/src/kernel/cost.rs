@@ -455,8 +455,14 @@ impl TurnHistory {
         self.pending = others;
     }
 
-    /// The run ends, having touched `own` distinct bytes.
+    /// The run ends, having touched `own` distinct bytes. A run that nobody else's touches
+    /// separate from the one before continues it (a task preempted by work that touches no
+    /// memory keeps its lines as if it had run on).
     pub fn end(&mut self, own: f64) {
+        if self.len > 0 && self.pending < 1.0 {
+            self.runs[0].1 += own;
+            return;
+        }
         self.runs.copy_within(0..TURN_RUNS - 1, 1);
         self.runs[0] = (self.pending, own);
         self.len = (self.len + 1).min(TURN_RUNS);
@@ -500,7 +506,9 @@ impl TurnHistory {
             };
             missed *= 1.0 - (reach * own_mix / footprint).min(1.0);
         }
-        ((1.0 - missed) / alone).min(1.0)
+        let share = (1.0 - missed) / alone;
+        // Rounding must not turn "all of it" into a refill of a few bytes.
+        if share > 1.0 - 1e-9 { 1.0 } else { share }
     }
 }
 
@@ -1683,16 +1691,17 @@ mod tests {
         );
     }
 
-    /// Two tasks alternating on one cache, each touching `turn` bytes per run of a
-    /// `footprint` much larger than the cache: the share each still holds at its return,
-    /// once the histories are full.
+    /// Two tasks alternating on one cache, each touching `turn` MiB per run of a `footprint`
+    /// (MiB) much larger than the cache: the share each still holds at its return, once the
+    /// histories are full.
     fn alternating_share(cache: f64, footprint: f64, turn: f64) -> f64 {
         let mut h = TurnHistory::default();
         let mut share = 1.0;
+        let mib = 1048576.0;
         for _ in 0..4 * TURN_RUNS {
-            share = h.held_share(turn, cache, footprint);
-            h.begin(turn);
-            h.end(turn);
+            share = h.held_share(turn * mib, cache * mib, footprint * mib);
+            h.begin(turn * mib);
+            h.end(turn * mib);
         }
         share
     }
@@ -1715,6 +1724,26 @@ mod tests {
         assert_eq!(alternating_share(cache, footprint, cache), 0.0);
         // A footprint the cache holds beside the other's: nothing is lost.
         assert_eq!(alternating_share(16.0, 4.0, 4.0), 1.0);
+    }
+
+    #[test]
+    fn runs_that_nobody_else_separates_count_as_one() {
+        // Eight runs of an eighth of the cache each, with nothing touched between them, hold
+        // what one run of the whole cache holds: all of the share.
+        let mib = 1048576.0;
+        let mut h = TurnHistory::default();
+        for _ in 0..8 {
+            h.begin(0.0);
+            h.end(0.5 * mib);
+        }
+        assert_eq!(h.held_share(0.0, 4.0 * mib, 20.0 * mib), 1.0);
+        // The same runs, each after the others touched a little, hold less.
+        let mut h = TurnHistory::default();
+        for _ in 0..8 {
+            h.begin(0.1 * mib);
+            h.end(0.5 * mib);
+        }
+        assert!(h.held_share(0.1 * mib, 4.0 * mib, 20.0 * mib) < 1.0);
     }
 
     #[test]

@@ -428,33 +428,113 @@ pub fn op_profile(
     }
 }
 
+/// How many of a task's last runs on its LLC [`TurnHistory`] remembers.
+pub const TURN_RUNS: usize = 8;
+
+/// A task's last runs on the LLC it last used, newest first (MODEL.md §4, "Turns on a
+/// cache"): per run, the bytes the others touched on the LLC between its previous run and
+/// this one, and the distinct bytes it touched itself. The LLC keeps the most recently
+/// touched bytes of everyone, so which of the task's lines are still there depends on how its
+/// own touches and the others' interleave, not only on the others' last turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TurnHistory {
+    runs: [(f64, f64); TURN_RUNS],
+    len: usize,
+    /// The others' bytes before the current run, until it ends.
+    pending: f64,
+}
+
+impl TurnHistory {
+    /// Forget the runs: after a cold refill the task holds its whole share again.
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// A run starts after the others touched `others` bytes on the LLC since the last one.
+    pub fn begin(&mut self, others: f64) {
+        self.pending = others;
+    }
+
+    /// The run ends, having touched `own` distinct bytes. A run that nobody else's touches
+    /// separate from the one before continues it (a task preempted by work that touches no
+    /// memory keeps its lines as if it had run on).
+    pub fn end(&mut self, own: f64) {
+        if self.len > 0 && self.pending < 1.0 {
+            self.runs[0].1 += own;
+            return;
+        }
+        self.runs.copy_within(0..TURN_RUNS - 1, 1);
+        self.runs[0] = (self.pending, own);
+        self.len = (self.len + 1).min(TURN_RUNS);
+        self.pending = 0.0;
+    }
+
+    /// The fraction of what the task holds alone (`cached_bytes`) still in an LLC of
+    /// `llc_bytes` when it comes back after the others touched `others` bytes, for a task
+    /// whose runs touch `footprint` bytes.
+    ///
+    /// The LLC is read as LRU: a line stays while fewer than `llc_bytes` were touched since
+    /// its last touch. Walking back from now, the others' bytes and the task's own runs use
+    /// up that reach; a run's last `x` distinct bytes are `x / footprint` of the task's lines,
+    /// and a line is held if some run within reach touched it (runs taken as independent).
+    /// Alone the reach is all its own, `min(1, llc_bytes / footprint)`: the share is the
+    /// ratio of the two. Before the remembered runs the reach continues with the runs' own
+    /// mix, or, while fewer runs than [`TURN_RUNS`] were seen since the last cold refill, as
+    /// the task's own (the refill gave it its whole share).
+    pub fn held_share(&self, others: f64, llc_bytes: f64, footprint: f64) -> f64 {
+        if footprint <= 0.0 || llc_bytes <= 0.0 {
+            return 1.0;
+        }
+        let alone = (llc_bytes / footprint).min(1.0);
+        let mut reach = llc_bytes - others;
+        let mut missed = 1.0;
+        let runs = &self.runs[..self.len];
+        for &(before, own) in runs {
+            if reach <= 0.0 {
+                break;
+            }
+            missed *= 1.0 - (own.min(reach) / footprint).min(1.0);
+            reach -= own + before;
+        }
+        if reach > 0.0 {
+            let own_mix = if self.len == TURN_RUNS {
+                let own: f64 = runs.iter().map(|r| r.1).sum();
+                let all: f64 = runs.iter().map(|r| r.0 + r.1).sum();
+                own / all.max(1e-9)
+            } else {
+                1.0
+            };
+            missed *= 1.0 - (reach * own_mix / footprint).min(1.0);
+        }
+        let share = (1.0 - missed) / alone;
+        // Rounding must not turn "all of it" into a refill of a few bytes.
+        if share > 1.0 - 1e-9 { 1.0 } else { share }
+    }
+}
+
 /// The stall of a task that comes back to its LLC after other tasks took turns on it, and
 /// the lines it fetches again (MODEL.md §4, "Turns on a cache").
 ///
-/// The cache is read as LRU: the `op.cached_bytes` the task held survive while the distinct
-/// bytes other tasks touched since it left (`others_bytes`, all newer than its lines) fit
-/// beside them in `llc_bytes`; the excess evicts the task's own lines. An evicted line costs
+/// It held `op.cached_bytes` of its random footprint alone; `share` of that is still in the
+/// cache ([`TurnHistory::held_share`]), the rest was evicted. An evicted line costs
 /// `per_line_ns` (a miss instead of a hit) when the task next touches it, which for a random
-/// access pattern is spread over its run: after `k` operations, a fraction `1 - exp(-k * random_lines / footprint_lines)`
-/// of the evicted lines has been touched. `k` is counted as if every former hit missed, so
-/// the stall is never longer than the run (`run_ns`, the slice the task was given).
+/// access pattern is spread over its run: after `k` operations, a fraction `1 - exp(-k *
+/// random_lines / footprint_lines)` of the evicted lines has been touched. `k` is counted as
+/// if every former hit missed, so the stall is never longer than the run (`run_ns`, the
+/// slice the task was given).
 pub fn refill_after_turns(
     op: &LinearOp,
-    others_bytes: f64,
-    llc_bytes: f64,
+    share: f64,
     line_bytes: f64,
     per_line_ns: f64,
     op_ns: f64,
     run_ns: f64,
 ) -> (f64, f64) {
     let held = op.cached_bytes;
-    if held <= 0.0 || others_bytes <= 0.0 || op.random_footprint <= 0.0 {
+    if held <= 0.0 || share >= 1.0 || op.random_footprint <= 0.0 {
         return (0.0, 0.0);
     }
-    let evicted = (held + others_bytes - llc_bytes).clamp(0.0, held);
-    if evicted <= 0.0 {
-        return (0.0, 0.0);
-    }
+    let evicted = held * (1.0 - share.max(0.0));
     let evicted_lines = evicted / line_bytes;
     let hit_lines = op.random_lines * held / op.random_footprint;
     let slow_op_ns = (op_ns + hit_lines * per_line_ns).max(1e-9);
@@ -1584,14 +1664,20 @@ mod tests {
         let mib = 1048576.0;
         let op = turns_op(4, 16.0);
         let (line, per_line, op_ns) = (64.0, 5.0, 1.0);
+        // Back after a cold refill: the cache's reach left by the others is all its own.
+        let fresh = TurnHistory::default();
         let refill = |others: f64, run: f64| {
-            refill_after_turns(&op, others * mib, 16.0 * mib, line, per_line, op_ns, run)
+            let share = fresh.held_share(others * mib, 16.0 * mib, op.footprint);
+            refill_after_turns(&op, share, line, per_line, op_ns, run)
         };
-        // 4 MiB held beside 12 MiB of others' lines: all survive.
-        assert_eq!(refill(12.0, 1e9), (0.0, 0.0));
-        // 14 MiB: 2 MiB evicted, all fetched again in a long run, each line a miss.
+        // Its 5 MiB (4 at random, 1 streamed) beside 11 MiB of others' lines: all survive.
+        assert_eq!(op.footprint, 5.0 * mib);
+        assert_eq!(refill(11.0, 1e9), (0.0, 0.0));
+        // 14 MiB: the 2 MiB of reach left hold its most recent 2 of 5 MiB, so 3/5 of what
+        // it held is evicted, all fetched again in a long run, each line a miss.
         let (stall, lines) = refill(14.0, 1e12);
-        assert!((lines - 2.0 * mib / line).abs() < 1e-6, "{lines}");
+        let want = 4.0 * mib * 3.0 / 5.0 / line;
+        assert!((lines - want).abs() < 1e-6, "{lines} vs {want}");
         assert!((stall - lines * per_line).abs() < 1e-6);
         // More than the cache: the whole of it.
         let (_, all) = refill(100.0, 1e12);
@@ -1600,9 +1686,64 @@ mod tests {
         assert_eq!(refill(0.0, 1e12), (0.0, 0.0));
         let none = turns_op(4, 0.0);
         assert_eq!(
-            refill_after_turns(&none, 100.0 * mib, 16.0 * mib, line, per_line, op_ns, 1e12),
+            refill_after_turns(&none, 0.0, line, per_line, op_ns, 1e12),
             (0.0, 0.0)
         );
+    }
+
+    /// Two tasks alternating on one cache, each touching `turn` MiB per run of a `footprint`
+    /// (MiB) much larger than the cache: the share each still holds at its return, once the
+    /// histories are full.
+    fn alternating_share(cache: f64, footprint: f64, turn: f64) -> f64 {
+        let mut h = TurnHistory::default();
+        let mut share = 1.0;
+        let mib = 1048576.0;
+        for _ in 0..4 * TURN_RUNS {
+            share = h.held_share(turn * mib, cache * mib, footprint * mib);
+            h.begin(turn * mib);
+            h.end(turn * mib);
+        }
+        share
+    }
+
+    #[test]
+    fn tasks_taking_short_turns_each_keep_about_their_part_of_the_recent_touches() {
+        let (cache, footprint) = (4.0, 20.0);
+        // Turns of a sixteenth of the cache: the reach holds about half of each task's own
+        // recent touches, so each keeps about half of its alone share.
+        let short = alternating_share(cache, footprint, cache / 16.0);
+        assert!((0.45..0.56).contains(&short), "{short}");
+        // Longer turns leave it more of its own lines at each return, up to a turn that
+        // fills the cache, after which the other's turn evicts everything.
+        let mut last = short;
+        for turn in [cache / 8.0, cache / 4.0, cache / 2.0] {
+            let s = alternating_share(cache, footprint, turn);
+            assert!(s > last - 1e-9, "turn {turn}: {s} after {last}");
+            last = s;
+        }
+        assert_eq!(alternating_share(cache, footprint, cache), 0.0);
+        // A footprint the cache holds beside the other's: nothing is lost.
+        assert_eq!(alternating_share(16.0, 4.0, 4.0), 1.0);
+    }
+
+    #[test]
+    fn runs_that_nobody_else_separates_count_as_one() {
+        // Eight runs of an eighth of the cache each, with nothing touched between them, hold
+        // what one run of the whole cache holds: all of the share.
+        let mib = 1048576.0;
+        let mut h = TurnHistory::default();
+        for _ in 0..8 {
+            h.begin(0.0);
+            h.end(0.5 * mib);
+        }
+        assert_eq!(h.held_share(0.0, 4.0 * mib, 20.0 * mib), 1.0);
+        // The same runs, each after the others touched a little, hold less.
+        let mut h = TurnHistory::default();
+        for _ in 0..8 {
+            h.begin(0.1 * mib);
+            h.end(0.5 * mib);
+        }
+        assert!(h.held_share(0.1 * mib, 4.0 * mib, 20.0 * mib) < 1.0);
     }
 
     #[test]
@@ -1613,15 +1754,14 @@ mod tests {
         let (per_line, op_ns) = (50.0, 1.0);
         let mut last = 0.0;
         for run in [1e3, 1e5, 1e6, 1e7, 1e9] {
-            let (stall, lines) =
-                refill_after_turns(&op, 100.0 * mib, 16.0 * mib, 64.0, per_line, op_ns, run);
+            let (stall, lines) = refill_after_turns(&op, 0.0, 64.0, per_line, op_ns, run);
             assert!(stall < run, "run {run} ns, stall {stall} ns");
             assert!(lines <= lines_held && lines >= last, "{lines}");
             last = lines;
         }
         // 1 us at 51 ns per operation (every former hit a miss) is about 20 operations,
         // touching about 20 lines.
-        let (_, few) = refill_after_turns(&op, 100.0 * mib, 16.0 * mib, 64.0, per_line, op_ns, 1e3);
+        let (_, few) = refill_after_turns(&op, 0.0, 64.0, per_line, op_ns, 1e3);
         assert!((few - 1e3 / 51.0).abs() < 0.1, "{few}");
     }
 

@@ -482,6 +482,7 @@ impl Kernel {
             llc_mark: 0.0,
             proc_mark: 0.0,
             run_touched: 0.0,
+            turns: Default::default(),
             last_cpu: None,
             left_round: 0,
             sleep_avg,

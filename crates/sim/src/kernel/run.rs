@@ -168,6 +168,7 @@ impl Kernel {
             {
                 task.llc_mark = self.llc_touched[llc];
                 task.proc_mark = self.procs[task.pid].touched;
+                task.turns.end(task.run_touched);
             }
             task.left_round = round;
             let mem = matches!(task.work, PhaseWork::MemOps | PhaseWork::Touch { .. });
@@ -353,6 +354,7 @@ impl Kernel {
         }
         let had_cache = self.tasks[t].last_llc.is_some();
         self.tasks[t].last_llc = Some(llc);
+        self.tasks[t].turns.clear();
         if !had_cache {
             return;
         }
@@ -411,14 +413,31 @@ impl Kernel {
             return;
         }
         let own = self.procs[task.pid].touched - task.proc_mark;
-        let others = self.llc_touched[llc] - task.llc_mark - own;
-        if others <= 0.0 {
-            return;
+        let others = (self.llc_touched[llc] - task.llc_mark - own).max(0.0);
+        let (stall, lines) = self.refill_stall(t, cpu, others);
+        let task = &mut self.tasks[t];
+        task.turns.begin(others);
+        if stall > 0.0 {
+            task.cold_ns = task.cold_ns.max(stall);
+            let line = self.topo.cpu_model.line_bytes as f64;
+            self.count_touched(t, llc, lines * line);
         }
+    }
+
+    /// The refill stall of `t` back on `cpu`'s LLC after the others touched `others` bytes
+    /// there, and the lines it fetches (`cost::refill_after_turns`).
+    fn refill_stall(&self, t: TaskId, cpu: CpuId, others: f64) -> (f64, f64) {
+        let task = &self.tasks[t];
         let Some(c) = task.op_cache.as_ref().filter(|c| c.pc == task.pc) else {
-            return;
+            return (0.0, 0.0);
         };
         let cpu_model = &self.topo.cpu_model;
+        let share = task
+            .turns
+            .held_share(others, cpu_model.llc_bytes as f64, c.op.footprint);
+        if share >= 1.0 || c.op.cached_bytes <= 0.0 {
+            return (0.0, 0.0);
+        }
         let mlp = cpu_model.mlp.max(1e-3);
         let latency = self.memory_latency_ns(t, cpu);
         // A measured refill is from local memory; remote memory adds its extra latency.
@@ -427,21 +446,14 @@ impl Kernel {
             Some(r) => r + (latency - self.topo.latency_ns(node, node)) / mlp,
             None => (latency - cpu_model.llc_latency_ns.unwrap_or(0.0)) / mlp,
         };
-        let line = cpu_model.line_bytes as f64;
-        let (stall, lines) = super::cost::refill_after_turns(
+        super::cost::refill_after_turns(
             &c.op,
-            others,
-            cpu_model.llc_bytes as f64,
-            line,
+            share,
+            cpu_model.line_bytes as f64,
             per_line_ns.max(0.0),
             c.op.ns(&self.q),
             task.slice_left as f64,
-        );
-        if stall > 0.0 {
-            let task = &mut self.tasks[t];
-            task.cold_ns = task.cold_ns.max(stall);
-            self.count_touched(t, llc, lines * line);
-        }
+        )
     }
 
     /// Advance a running task's accounting to now.

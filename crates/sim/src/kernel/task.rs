@@ -99,6 +99,9 @@ pub struct Task {
     pub proc_mark: f64,
     /// Distinct bytes touched in the current run (at most its footprint).
     pub run_touched: f64,
+    /// Its last runs on `last_llc` and the others' bytes between them: what of its lines
+    /// that cache still holds ([`super::cost::TurnHistory`]).
+    pub turns: super::cost::TurnHistory,
     /// CPU it last ran on (2.4's `p->processor`, for `PROC_CHANGE_PENALTY`).
     pub last_cpu: Option<CpuId>,
     /// Round of its CPU's runqueue when it last left the CPU (2.4 base: the counter

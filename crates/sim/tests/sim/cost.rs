@@ -35,11 +35,16 @@ fn run_jobs(m: &str, text: &str) -> RunResult {
 
 /// [`run_jobs`] on a machine given as a topology.
 fn run_jobs_on(topo: std::sync::Arc<topo::Topology>, text: &str) -> RunResult {
+    run_jobs_under(topo, text, "o1")
+}
+
+/// [`run_jobs_on`] under the scheduler `sched`.
+fn run_jobs_under(topo: std::sync::Arc<topo::Topology>, text: &str, sched: &str) -> RunResult {
     let w = parse_workload(text, "jobs.toml").expect("valid workload");
     let r = sim::Sim::new(
         topo.clone(),
         std::sync::Arc::new(w),
-        scheduler("o1", &topo),
+        scheduler(sched, &topo),
         1,
     )
     .with_contention_period(0)
@@ -236,6 +241,29 @@ fn turns_on_one_cache_cost_a_refill_once_both_footprints_overflow_it() {
     for t in &run_jobs(small, &turn_takers(true)).tasks {
         assert!((t.user_ns - a).abs() < 1e-9 * a, "{} vs {a}", t.user_ns);
     }
+}
+
+#[test]
+fn shorter_turns_on_a_private_cache_never_cost_less_than_longer_ones() {
+    // Two 8 MiB random jobs on one CPU of azusa16 (a 4 MiB L3 per CPU, in-order cores),
+    // taking turns of 3 ms (EEVDF's slice) or 100 ms. A 3 ms turn touches well under 1 MiB,
+    // which evicts no more than that under a rule that weighs the other's last turn alone;
+    // but the cache keeps only the most recent 4 MiB of both, so with short turns each
+    // holds about its part of them, and must pay at least what the long turns' full
+    // refills cost.
+    let topo = machine("azusa16");
+    let text = jobs(&[(0, 0), (0, 0)], 8, 2e7, 100.0, RANDOM);
+    let user = |slice: &str| -> f64 {
+        let r = run_jobs_under(topo.clone(), &text, &format!("linux:base_slice={slice}"));
+        r.tasks.iter().filter(|t| t.job).map(|t| t.user_ns).sum()
+    };
+    let alone = run_jobs_on(topo.clone(), &jobs(&[(0, 0)], 8, 2e7, 100.0, RANDOM)).tasks[0].user_ns;
+    let (short, long) = (user("3ms"), user("100ms"));
+    assert!(long > 2.0 * alone * 1.002, "{long} vs 2 x {alone}");
+    assert!(
+        short >= long,
+        "3 ms turns {short:.0} ns, 100 ms turns {long:.0} ns"
+    );
 }
 
 #[test]

@@ -432,10 +432,11 @@ impl Kernel {
             return (0.0, 0.0);
         };
         let cpu_model = &self.topo.cpu_model;
-        let share = task
-            .turns
-            .held_share(others, cpu_model.llc_bytes as f64, c.op.footprint);
-        if share >= 1.0 || c.op.cached_bytes <= 0.0 {
+        if c.op.cached_bytes <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let llc_bytes = cpu_model.llc_bytes as f64;
+        if task.turns.held_share(others, llc_bytes, c.op.footprint) >= 1.0 {
             return (0.0, 0.0);
         }
         let mlp = cpu_model.mlp.max(1e-3);
@@ -448,7 +449,9 @@ impl Kernel {
         };
         super::cost::refill_after_turns(
             &c.op,
-            share,
+            &task.turns,
+            others,
+            llc_bytes,
             cpu_model.line_bytes as f64,
             per_line_ns.max(0.0),
             c.op.ns(&self.q),

@@ -34,6 +34,15 @@ pub enum Action {
         start_time: u64,
         reason: String,
     },
+    /// Give the process's threads a scheduling slice of `slice_ns` (Linux: the fair class's
+    /// custom slice, `sched_attr.sched_runtime`, 6.12 and later), or the kernel's default
+    /// back when `slice_ns` is 0.
+    SetSlice {
+        pid: u32,
+        start_time: u64,
+        slice_ns: u64,
+        reason: String,
+    },
 }
 
 impl Action {
@@ -41,7 +50,8 @@ impl Action {
         match self {
             Action::SetHome { pid, .. }
             | Action::MoveMemory { pid, .. }
-            | Action::ClearHome { pid, .. } => *pid,
+            | Action::ClearHome { pid, .. }
+            | Action::SetSlice { pid, .. } => *pid,
         }
     }
 
@@ -49,7 +59,8 @@ impl Action {
         match self {
             Action::SetHome { start_time, .. }
             | Action::MoveMemory { start_time, .. }
-            | Action::ClearHome { start_time, .. } => *start_time,
+            | Action::ClearHome { start_time, .. }
+            | Action::SetSlice { start_time, .. } => *start_time,
         }
     }
 
@@ -57,16 +68,18 @@ impl Action {
         match self {
             Action::SetHome { reason, .. }
             | Action::MoveMemory { reason, .. }
-            | Action::ClearHome { reason, .. } => reason,
+            | Action::ClearHome { reason, .. }
+            | Action::SetSlice { reason, .. } => reason,
         }
     }
 
-    /// `set_home`, `move_memory` or `clear_home` (as in the serialised form).
+    /// `set_home`, `move_memory`, `clear_home` or `set_slice` (as in the serialised form).
     pub fn kind(&self) -> &'static str {
         match self {
             Action::SetHome { .. } => "set_home",
             Action::MoveMemory { .. } => "move_memory",
             Action::ClearHome { .. } => "clear_home",
+            Action::SetSlice { .. } => "set_slice",
         }
     }
 }
@@ -102,6 +115,22 @@ impl fmt::Display for Action {
                 crate::common::fmt_bytes(*bytes)
             ),
             Action::ClearHome { pid, reason, .. } => write!(f, "pid {pid}: clear home: {reason}"),
+            Action::SetSlice {
+                pid: p,
+                slice_ns: 0,
+                reason,
+                ..
+            } => write!(f, "pid {p}: restore the kernel's slice: {reason}"),
+            Action::SetSlice {
+                pid,
+                slice_ns,
+                reason,
+                ..
+            } => write!(
+                f,
+                "pid {pid}: set slice {} ms: {reason}",
+                *slice_ns as f64 / 1e6
+            ),
         }
     }
 }
@@ -144,6 +173,26 @@ mod tests {
         assert_eq!(
             (c.kind(), c.to_string().as_str()),
             ("clear_home", "pid 3: clear home: idle")
+        );
+        let s = Action::SetSlice {
+            pid: 3,
+            start_time: 9,
+            slice_ns: 100_000_000,
+            reason: "batch".into(),
+        };
+        assert_eq!(
+            (s.kind(), s.to_string().as_str()),
+            ("set_slice", "pid 3: set slice 100 ms: batch")
+        );
+        let back = Action::SetSlice {
+            pid: 3,
+            start_time: 9,
+            slice_ns: 0,
+            reason: "no home".into(),
+        };
+        assert_eq!(
+            back.to_string(),
+            "pid 3: restore the kernel's slice: no home"
         );
     }
 

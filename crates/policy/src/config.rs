@@ -97,6 +97,11 @@ pub struct HomenodeConfig {
     /// at least half of what homenode's own budget would); homenode moves what the kernel
     /// does not. Off by default: the simulator's numa01 ran slower with it (docs/PLACEMENT.md).
     pub defer_to_kernel: bool,
+    /// The scheduling slice given to the threads of a homed process that is CPU-bound (every
+    /// thread runnable nearly all the time), ms; 0 leaves every slice to the kernel. Linux
+    /// 6.12 and later take it as the fair class's custom slice and clamp it to 0.1-100 ms;
+    /// the default is the longest they take (step 5, docs/PLACEMENT.md).
+    pub slice_ms: f64,
 }
 
 impl Default for HomenodeConfig {
@@ -122,6 +127,7 @@ impl Default for HomenodeConfig {
             correct_memory_pct: 90,
             correct_intervals: 2,
             defer_to_kernel: false,
+            slice_ms: 100.0,
         }
     }
 }
@@ -178,6 +184,12 @@ impl HomenodeConfig {
             "correct_intervals",
             self.correct_intervals,
             "must be at least 1",
+        )?;
+        check(
+            self.slice_ms == 0.0 || (0.1..=100.0).contains(&self.slice_ms),
+            "slice_ms",
+            self.slice_ms,
+            "must be 0 (off) or in 0.1..=100 (the range of the kernel's custom slices)",
         )?;
         for (key, v) in [
             ("min_dwell_s", self.min_dwell_s),

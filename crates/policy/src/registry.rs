@@ -56,6 +56,7 @@ pub static POLICIES: &[PolicyEntry] = &[
             "correct_memory_pct",
             "correct_intervals",
             "defer_to_kernel",
+            "slice_ms",
         ],
         build: |c| Ok(Box::new(HomenodePolicy::new(c.homenode.clone())?)),
     },

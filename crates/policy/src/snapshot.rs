@@ -90,6 +90,10 @@ pub struct ProcessView {
     /// The kernel's NUMA balancing figures, when present.
     #[serde(default)]
     pub numa: Option<ProcessNumaStats>,
+    /// The scheduling slice the mechanism gave its threads (Linux: `sched_attr.sched_runtime`
+    /// of a fair task, 6.12 and later), ns; 0 when it gave none (the kernel's default).
+    #[serde(default)]
+    pub slice_ns: u64,
 }
 
 impl ProcessView {
@@ -114,6 +118,7 @@ impl ProcessView {
             home: Vec::new(),
             leave_alone: false,
             numa: None,
+            slice_ns: 0,
         }
     }
 

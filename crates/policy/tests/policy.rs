@@ -201,6 +201,7 @@ fn apply(procs: &mut [ProcessView], actions: &[Action]) {
                 p.node_bytes[*to] += b;
             }
             Action::ClearHome { .. } => p.home.clear(),
+            Action::SetSlice { slice_ns, .. } => p.slice_ns = *slice_ns,
         }
     }
 }
@@ -210,7 +211,7 @@ fn check_common(snap: &Snapshot<'_>, actions: &[Action]) -> Result<(), TestCaseE
     let t = snap.topo;
     let mut placed: Vec<u32> = actions
         .iter()
-        .filter(|a| !matches!(a, Action::MoveMemory { .. }))
+        .filter(|a| !matches!(a, Action::MoveMemory { .. } | Action::SetSlice { .. }))
         .map(Action::pid)
         .collect();
     placed.sort_unstable();
@@ -260,6 +261,14 @@ fn check_common(snap: &Snapshot<'_>, actions: &[Action]) -> Result<(), TestCaseE
                 );
             }
             Action::ClearHome { .. } => prop_assert!(!p.home.is_empty()),
+            Action::SetSlice { slice_ns, .. } => {
+                prop_assert!(*slice_ns != p.slice_ns, "a slice it already has: {}", a);
+                prop_assert!(
+                    *slice_ns == 0 || (100_000..=100_000_000).contains(slice_ns),
+                    "a slice the kernel would clamp: {}",
+                    a
+                );
+            }
         }
     }
     Ok(())
@@ -329,7 +338,7 @@ proptest! {
                         prop_assert!(*b <= cfg.batch_mib * MIB, "batch too big: {}", a);
                         bytes += b;
                     }
-                    Action::ClearHome { .. } => {}
+                    Action::ClearHome { .. } | Action::SetSlice { .. } => {}
                 }
             }
             prop_assert!(moves <= cfg.max_moves_per_interval, "{} moves: {:?}", moves, actions);

@@ -25,8 +25,12 @@
 //!    the kernel's NUMA balancing is active, its page migration is left the moving while it
 //!    keeps moving the memory home (`defer_to_kernel`).
 //!
+//! 5. *Slices*: a homed process whose threads are all runnable nearly all the time gets a
+//!    long scheduling slice (`slice_ms`), so that jobs sharing a CPU do not refill the cache
+//!    every few milliseconds; the kernel's default comes back when it loses its home or sleeps.
+//!
 //! The files follow the steps: `release.rs` (1), `homes.rs` (2, with the choice of one home),
-//! `rebalance.rs` (3), `memory.rs` (4); `model.rs` holds the load model below, which every
+//! `rebalance.rs` (3), `memory.rs` (4), `slice.rs` (5); `model.rs` holds the load model below, which every
 //! step reads and the first three update as homes change.
 //!
 //! The load model: each node's load (in CPUs) is its busy CPU time minus what homed processes
@@ -46,6 +50,7 @@ mod memory;
 mod model;
 mod rebalance;
 mod release;
+mod slice;
 #[cfg(test)]
 mod tests;
 
@@ -228,6 +233,7 @@ impl NodePolicy for HomenodePolicy {
         self.rebalance(&mut d);
         let moves = self.memory_moves(&d);
         d.actions.extend(moves);
+        self.slices(&mut d);
         d.actions
     }
 }

@@ -98,10 +98,14 @@ fn reasons_read_well() {
     let p = proc(&t, 10, 1.0, 1, 0, &[GIB, 0]);
     let mut pol = HomenodePolicy::default();
     let a = pol.decide(&snap(&t, 0, vec![p]));
-    assert_eq!(a.len(), 1);
+    assert_eq!(a.len(), 2);
     assert_eq!(
         a[0].to_string(),
         "pid 10: set home 0 (CPUs 0-3): home node 0: 100% of its 1.0 GiB is there and it has room for 1 thread (4.0 CPUs spare)"
+    );
+    assert_eq!(
+        a[1].to_string(),
+        "pid 10: set slice 100 ms: slice: pid 10 (pid10) is homed and CPU-bound: every thread runnable nearly all the time (1.00 CPUs wanted by 1 threads)"
     );
 }
 
@@ -167,9 +171,22 @@ fn two_sockets() -> Topology {
     t
 }
 
+/// `p` with the home `home`, and the slice a mechanism would have given it with that home
+/// (step 5: CPU-bound processes).
 fn homed(mut p: ProcessView, home: &[NodeId]) -> ProcessView {
     p.home = home.to_vec();
+    if p.cpu_use >= slice::CPU_BOUND * f64::from(p.threads) {
+        p.slice_ns = 100_000_000;
+    }
     p
+}
+
+/// The actions other than slices.
+fn placements(actions: Vec<Action>) -> Vec<Action> {
+    actions
+        .into_iter()
+        .filter(|a| !matches!(a, Action::SetSlice { .. }))
+        .collect()
 }
 
 /// Applies actions as an ideal mechanism would: threads run at home at once, memory moves.
@@ -195,6 +212,7 @@ fn apply(t: &Topology, procs: &mut [ProcessView], actions: &[Action]) {
                 p.node_bytes[*to] += b;
             }
             Action::ClearHome { .. } => p.home.clear(),
+            Action::SetSlice { slice_ns, .. } => p.slice_ns = *slice_ns,
         }
     }
 }
@@ -758,9 +776,9 @@ fn a_process_that_idled_before_its_home_is_not_released_at_once() {
     assert_eq!(homes(&a), vec![(1, vec![0])]);
     apply(&t, std::slice::from_mut(&mut p), &a);
     p.cpu_use = 0.0;
-    assert!(pol.decide(&snap(&t, 201, vec![p.clone()])).is_empty());
+    assert!(placements(pol.decide(&snap(&t, 201, vec![p.clone()]))).is_empty());
     assert_eq!(
-        pol.decide(&snap(&t, 320, vec![p])).len(),
+        placements(pol.decide(&snap(&t, 320, vec![p]))).len(),
         1,
         "released 120 s later"
     );
@@ -1314,5 +1332,94 @@ fn jobs_already_spread_beside_their_memory_all_stay_there() {
     assert!(
         !a.iter().any(|a| matches!(a, Action::MoveMemory { .. })),
         "{a:#?}"
+    );
+}
+
+fn slices(actions: &[Action]) -> Vec<(u32, u64)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::SetSlice { pid, slice_ns, .. } => Some((*pid, *slice_ns)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Two numa_test-like jobs that share a CPU take EEVDF's 3 ms turns, and each turn begins by
+/// fetching again what the other evicted from the cache (docs/MODEL.md §4): a homed job whose
+/// threads never sleep gets a long slice with its home; one whose threads sleep gets none;
+/// the slice goes back when the threads start to sleep for good, or the home goes.
+#[test]
+fn cpu_bound_homed_jobs_get_a_long_slice_and_give_it_back() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=16");
+    let mut procs = vec![
+        proc(&t, 1, 1.0, 1, 0, &[GIB, 0]),
+        proc(&t, 2, 1.0, 1, 0, &[GIB, 0]),
+        // Four threads using 2 CPUs: they sleep half of the time.
+        proc(&t, 3, 2.0, 4, 1, &[0, GIB]),
+    ];
+    // Squeezed jobs wait on the run queue: demand counts the wait.
+    procs[0].cpu_use = 0.5;
+    procs[0].cpu_wait = Some(0.5);
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&snap(&t, 0, procs.clone()));
+    assert_eq!(homes(&a).len(), 3);
+    assert_eq!(slices(&a), vec![(1, 100_000_000), (2, 100_000_000)]);
+    apply(&t, &mut procs, &a);
+    assert!(pol.decide(&snap(&t, 1, procs.clone())).is_empty());
+    // A pause (I/O, a barrier) does not take it back; sleeping most of the time does.
+    procs[1].cpu_use = 0.6;
+    assert!(slices(&pol.decide(&snap(&t, 2, procs.clone()))).is_empty());
+    procs[1].cpu_use = 0.3;
+    let a = pol.decide(&snap(&t, 3, procs.clone()));
+    assert_eq!(slices(&a), vec![(2, 0)]);
+    assert!(
+        a.iter().any(|a| a.to_string()
+            == "pid 2: restore the kernel's slice: slice: pid 2 (pid2): its threads sleep"),
+        "{a:?}"
+    );
+    apply(&t, &mut procs, &a);
+    // Busy again: it takes CPU_BOUND, not KEEP, to get it back.
+    procs[1].cpu_use = 0.8;
+    assert!(slices(&pol.decide(&snap(&t, 4, procs.clone()))).is_empty());
+    // Idle until released: the home and the slice go together.
+    procs[0].cpu_use = 0.0;
+    procs[0].cpu_wait = Some(0.0);
+    let mut last = Vec::new();
+    for s in 5..200 {
+        let a = pol.decide(&snap(&t, s, procs.clone()));
+        apply(&t, &mut procs, &a);
+        last.extend(a);
+    }
+    assert!(
+        last.iter()
+            .any(|a| matches!(a, Action::ClearHome { pid: 1, .. }))
+    );
+    assert_eq!(slices(&last), vec![(1, 0)]);
+}
+
+#[test]
+fn slice_ms_zero_gives_none_and_takes_back_one_it_gave() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=16");
+    let off = HomenodeConfig {
+        slice_ms: 0.0,
+        ..Default::default()
+    };
+    let mut pol = HomenodePolicy::new(off).expect("cfg");
+    let p = proc(&t, 1, 1.0, 1, 0, &[GIB, 0]);
+    assert!(slices(&pol.decide(&snap(&t, 0, vec![p.clone()]))).is_empty());
+    // Given by a run with slices on (a reload turned them off): given back.
+    let mut q = homed(p, &[0]);
+    q.slice_ns = 100_000_000;
+    assert_eq!(slices(&pol.decide(&snap(&t, 1, vec![q]))), vec![(1, 0)]);
+    let bad = HomenodeConfig {
+        slice_ms: 250.0,
+        ..Default::default()
+    };
+    assert_eq!(
+        HomenodePolicy::new(bad)
+            .expect_err("out of range")
+            .to_string(),
+        "placement parameter `slice_ms` = 250: must be 0 (off) or in 0.1..=100 (the range of the kernel's custom slices)"
     );
 }

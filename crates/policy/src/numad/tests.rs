@@ -92,6 +92,7 @@ fn apply(procs: &mut [ProcessView], actions: &[Action]) {
                 p.node_bytes[*to] += bytes;
             }
             Action::ClearHome { .. } => p.home.clear(),
+            Action::SetSlice { .. } => panic!("numad sets no slice: {a}"),
         }
     }
 }
@@ -262,7 +263,7 @@ fn stays_inside_allowed_nodes_and_leaves_alone() {
         match a {
             Action::SetHome { nodes, .. } => assert!(nodes.iter().all(|&n| n >= 2), "{a}"),
             Action::MoveMemory { to, .. } => assert!(*to >= 2),
-            Action::ClearHome { .. } => panic!("{a}"),
+            Action::ClearHome { .. } | Action::SetSlice { .. } => panic!("{a}"),
         }
     }
 }

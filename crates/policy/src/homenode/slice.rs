@@ -1,0 +1,79 @@
+//! Step 5, *slices*: the threads of a homed, CPU-bound process take long turns.
+//!
+//! Linux's fair class gives every task the same short request (EEVDF's base slice, 3 ms from
+//! eight CPUs on). Two CPU-bound jobs that share a CPU then alternate every 3 ms, and each turn
+//! begins by fetching again the lines of the last-level cache that the other's turn evicted:
+//! on a job whose data fills that cache, most of a 3 ms turn (docs/MODEL.md §4, "Turns on a
+//! cache"; docs/BENCH.md, "What a turn costs on this host"). The O(1) scheduler gave such a
+//! task 100 ms. From 6.12 a task may ask for its own slice (`sched_attr.sched_runtime`, clamped
+//! to 0.1-100 ms); a task with a shorter slice that wakes up still preempts one with a longer
+//! slice (`PREEMPT_SHORT`), so the others' latency is kept.
+//!
+//! A homed process is *CPU-bound* when every thread was runnable (running or waiting on a run
+//! queue) for at least [`CPU_BOUND`] of the interval: it never sleeps, so nothing of its own
+//! waits on its wake-up latency. Such a process gets `slice_ms`. It keeps it while its threads
+//! are runnable at least [`KEEP`] of the time on average (a pause for I/O does not flip it),
+//! and gets the kernel's default back when they sleep more, or when it loses its home.
+
+use super::{Decision, HomenodePolicy, comm};
+use crate::action::Action;
+use crate::common::Proc;
+
+/// Share of the interval every thread must have been runnable for the process to count as
+/// CPU-bound.
+pub const CPU_BOUND: f64 = 0.9;
+
+/// Share of the interval its threads must stay runnable, on average, to keep the slice.
+pub const KEEP: f64 = 0.5;
+
+impl HomenodePolicy {
+    /// The slice `p` should have, ns, and why.
+    fn wanted_slice(&self, p: &Proc, homed: bool, have: u64) -> (u64, &'static str) {
+        if !homed {
+            return (0, "it has no home");
+        }
+        let bound = if have > 0 { KEEP } else { CPU_BOUND };
+        if p.runnable() < bound * f64::from(p.threads.max(1)) {
+            return (0, "its threads sleep");
+        }
+        let ns = (self.cfg.slice_ms * 1e6).round() as u64;
+        (
+            ns,
+            "homed and CPU-bound: every thread runnable nearly all the time",
+        )
+    }
+
+    /// Asks for the slices that changed.
+    pub(super) fn slices(&self, d: &mut Decision<'_, '_>) {
+        for (i, p) in d.procs.iter().enumerate() {
+            if p.leave_alone {
+                continue;
+            }
+            let have = d.snap.processes[p.idx].slice_ns;
+            if self.cfg.slice_ms <= 0.0 && have == 0 {
+                continue;
+            }
+            let (want, why) = self.wanted_slice(p, d.homes[i].is_some(), have);
+            if want == have {
+                continue;
+            }
+            let reason = if want > 0 {
+                format!(
+                    "slice: pid {} ({}) is {why} ({:.2} CPUs wanted by {} threads)",
+                    p.pid,
+                    comm(d.snap, p),
+                    p.runnable(),
+                    p.threads
+                )
+            } else {
+                format!("slice: pid {} ({}): {why}", p.pid, comm(d.snap, p))
+            };
+            d.actions.push(Action::SetSlice {
+                pid: p.pid,
+                start_time: p.start_time,
+                slice_ns: want,
+                reason,
+            });
+        }
+    }
+}

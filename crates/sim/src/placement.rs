@@ -152,6 +152,8 @@ pub struct PlacementStats {
     pub decisions: u64,
     pub set_home: u64,
     pub clear_home: u64,
+    /// `SetSlice` actions applied (their slices take effect under the `linux` model only).
+    pub set_slice: u64,
     pub moves: u64,
     pub bytes_moved: u64,
     /// Every action with the simulated time it was applied at.
@@ -175,6 +177,8 @@ pub struct Placement {
     prev_busy: Vec<Ns>,
     original: BTreeMap<usize, CpuSet>,
     homes: BTreeMap<usize, Vec<NodeId>>,
+    /// The slice asked for each process (`SetSlice`), as the daemon remembers what it set.
+    slices: BTreeMap<usize, u64>,
     pub stats: PlacementStats,
 }
 
@@ -188,6 +192,7 @@ impl Placement {
             prev_busy: Vec::new(),
             original: BTreeMap::new(),
             homes: BTreeMap::new(),
+            slices: BTreeMap::new(),
             stats: PlacementStats::default(),
         }
     }
@@ -293,6 +298,7 @@ impl Placement {
                 .collect();
             v.allowed_cpus = original;
             v.home = self.homes.get(&pi).cloned().unwrap_or_default();
+            v.slice_ns = self.slices.get(&pi).copied().unwrap_or(0);
             // The kernel's NUMA balancing hint, as the daemon reads the main thread's
             // `numa_preferred_nid` from `/proc/PID/sched`.
             v.numa = sched
@@ -305,6 +311,7 @@ impl Placement {
         }
         self.prev = seen;
         self.homes.retain(|pi, _| k.procs[*pi].threads_alive > 0);
+        self.slices.retain(|pi, _| k.procs[*pi].threads_alive > 0);
         out
     }
 
@@ -358,6 +365,17 @@ impl Placement {
                     k.set_home_node(t, None);
                 }
                 self.homes.remove(&pi);
+            }
+            Action::SetSlice { slice_ns, .. } => {
+                self.stats.set_slice += 1;
+                for &t in &live {
+                    k.set_slice(t, *slice_ns);
+                }
+                if *slice_ns == 0 {
+                    self.slices.remove(&pi);
+                } else {
+                    self.slices.insert(pi, *slice_ns);
+                }
             }
             Action::MoveMemory {
                 from, to, bytes, ..

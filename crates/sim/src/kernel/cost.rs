@@ -482,74 +482,123 @@ impl TurnHistory {
     /// mix, or, while fewer runs than [`TURN_RUNS`] were seen since the last cold refill, as
     /// the task's own (the refill gave it its whole share).
     pub fn held_share(&self, others: f64, llc_bytes: f64, footprint: f64) -> f64 {
-        self.held_share_beneath(0.0, others, llc_bytes, footprint)
+        self.walk(others, llc_bytes, footprint)
+            .held_share_beneath(0.0)
     }
 
-    /// [`Self::held_share`] of the lines from before the current run, once the run has
+    /// The walk back from a return after the others touched `others` bytes, ready to be
+    /// asked what the older lines hold as the run touches more ([`TurnWalk`]).
+    pub fn walk(&self, others: f64, llc_bytes: f64, footprint: f64) -> TurnWalk {
+        let mut w = TurnWalk {
+            start: [0.0; TURN_RUNS + 1],
+            missed: [1.0; TURN_RUNS + 1],
+            own: [0.0; TURN_RUNS],
+            len: self.len,
+            own_mix: 1.0,
+            alone: 1.0,
+            footprint,
+            degenerate: footprint <= 0.0 || llc_bytes <= 0.0,
+        };
+        if w.degenerate {
+            return w;
+        }
+        w.alone = (llc_bytes / footprint).min(1.0);
+        let runs = &self.runs[..self.len];
+        let mut reach = llc_bytes - others;
+        for (i, &(before, own)) in runs.iter().enumerate() {
+            w.start[i] = reach;
+            w.own[i] = own;
+            w.missed[i + 1] = w.missed[i] * (1.0 - (own / footprint).min(1.0));
+            reach -= own + before;
+        }
+        w.start[self.len] = reach;
+        if self.len == TURN_RUNS {
+            let own: f64 = runs.iter().map(|r| r.1).sum();
+            let all: f64 = runs.iter().map(|r| r.0 + r.1).sum();
+            w.own_mix = own / all.max(1e-9);
+        }
+        w
+    }
+}
+
+/// A task's remembered runs laid out along the cache's reach, back from its return: where
+/// each run starts (`start[i]`, the reach left before it) and what the runs newer than it
+/// missed together (`missed[i]`). Under LRU only the oldest run that the reach still touches
+/// can be partly in it: a newer run has the older one's start plus what came between.
+#[derive(Clone, Copy, Debug)]
+pub struct TurnWalk {
+    start: [f64; TURN_RUNS + 1],
+    missed: [f64; TURN_RUNS + 1],
+    own: [f64; TURN_RUNS],
+    len: usize,
+    own_mix: f64,
+    alone: f64,
+    footprint: f64,
+    degenerate: bool,
+}
+
+impl TurnWalk {
+    /// Nothing of the task's is left within the reach: the others touched the whole cache.
+    pub fn nothing_held(&self) -> bool {
+        !self.degenerate && self.start[0] <= 0.0
+    }
+
+    /// [`TurnHistory::held_share`] of the lines from before the current run, once the run has
     /// touched `own_now` distinct bytes: the newest part of the cache's reach is the run's
     /// own, so what came before it holds less (under LRU a task's new lines push out its own
     /// old ones as well as the others').
-    pub fn held_share_beneath(
-        &self,
-        own_now: f64,
-        others: f64,
-        llc_bytes: f64,
-        footprint: f64,
-    ) -> f64 {
-        if footprint <= 0.0 || llc_bytes <= 0.0 {
+    pub fn held_share_beneath(&self, own_now: f64) -> f64 {
+        if self.degenerate {
             return 1.0;
         }
-        let alone = (llc_bytes / footprint).min(1.0);
-        let mut reach = llc_bytes - others - own_now;
-        let mut missed = 1.0;
-        let runs = &self.runs[..self.len];
-        for &(before, own) in runs {
-            if reach <= 0.0 {
-                break;
-            }
-            missed *= 1.0 - (own.min(reach) / footprint).min(1.0);
-            reach -= own + before;
-        }
-        if reach > 0.0 {
-            let own_mix = if self.len == TURN_RUNS {
-                let own: f64 = runs.iter().map(|r| r.1).sum();
-                let all: f64 = runs.iter().map(|r| r.0 + r.1).sum();
-                own / all.max(1e-9)
-            } else {
-                1.0
-            };
-            missed *= 1.0 - (reach * own_mix / footprint).min(1.0);
-        }
-        let share = (1.0 - missed) / alone;
+        let fp = self.footprint;
+        // The runs the reach still touches: a prefix, as the starts decrease.
+        let k = self.start[..self.len]
+            .iter()
+            .take_while(|&&s| s - own_now > 0.0)
+            .count();
+        let missed = if k == 0 {
+            1.0
+        } else {
+            let reach = self.start[k - 1] - own_now;
+            self.missed[k - 1] * (1.0 - (self.own[k - 1].min(reach) / fp).min(1.0))
+        };
+        let tail = self.start[self.len] - own_now;
+        let missed = if k == self.len && tail > 0.0 {
+            missed * (1.0 - (tail * self.own_mix / fp).min(1.0))
+        } else {
+            missed
+        };
+        let share = (1.0 - missed) / self.alone;
         // Rounding must not turn "all of it" into a refill of a few bytes.
         if share > 1.0 - 1e-9 { 1.0 } else { share }
     }
 }
 
 /// Steps of the integral in [`refill_after_turns`].
-const REFILL_STEPS: u32 = 16;
+const REFILL_STEPS: u32 = 8;
 
 /// The stall of a task that comes back to its LLC after other tasks took turns on it, and
 /// the lines it fetches again (MODEL.md §4, "Turns on a cache").
 ///
 /// Alone, a fraction `h` of its random lines is in the cache (`op.cached_bytes` of
-/// `op.random_footprint`). Back after the others touched `others` bytes, it holds part of
-/// that ([`TurnHistory::held_share`]). Its run then follows the LRU stack: after it touched a
-/// fraction `v` of its random lines (uniform random accesses: `-ln(1 - v)` footprints of
-/// touches), those are held, and of the rest only what its older runs left within the reach
-/// that the run's own bytes (random and streamed) have not yet used
-/// ([`TurnHistory::held_share_beneath`]). An access hits with probability `q(v) = v + (1 - v)
-/// h s(v)`, and costs `per_line_ns` more than alone while `q < h`. The extra misses are the
-/// integral of `h - q` over its random touches until `q` reaches `h` (the cache holds what it
-/// holds alone), or its own bytes fill the cache, or the run (`run_ns`, the slice it was
-/// given) ends: the stall never outlasts the run. After a long absence this gives `F (h + (1
-/// - h) ln(1 - h))` lines, the exact figure for LRU, not the whole of `h F`: while the task
-/// fills the cache again, many of its accesses would have missed alone too.
+/// `op.random_footprint`). Back after the others took their turns, it holds part of that
+/// (`walk`, [`TurnHistory::walk`] from its return, for a footprint of `op.footprint`). Its
+/// run then follows the LRU stack: after it touched a fraction `v` of its random lines
+/// (uniform random accesses: `-ln(1 - v)` footprints of touches), those are held, and of the
+/// rest only what its older runs left within the reach that the run's own bytes (random and
+/// streamed) have not yet used ([`TurnWalk::held_share_beneath`]). An access hits with
+/// probability `q(v) = v + (1 - v) h s(v)`, and costs `per_line_ns` more than alone while
+/// `q < h`. The extra misses are the integral of `h - q` over its random touches until `q`
+/// reaches `h` (the cache holds what it holds alone), or its own bytes fill the cache, or the
+/// run (`run_ns`, the slice it was given) ends: the stall never outlasts the run. After a long
+/// absence this gives `F (h + (1 - h) ln(1 - h))` lines, the exact figure for LRU, not the
+/// whole of `h F`: while the task fills the cache again, many of its accesses would have
+/// missed alone too.
 #[allow(clippy::too_many_arguments)]
 pub fn refill_after_turns(
     op: &LinearOp,
-    turns: &TurnHistory,
-    others: f64,
+    walk: &TurnWalk,
     llc_bytes: f64,
     line_bytes: f64,
     per_line_ns: f64,
@@ -560,32 +609,51 @@ pub fn refill_after_turns(
     if op.cached_bytes <= 0.0 || random <= 0.0 || op.random_lines <= 0.0 {
         return (0.0, 0.0);
     }
-    if turns.held_share(others, llc_bytes, op.footprint) >= 1.0 {
+    if walk.held_share_beneath(0.0) >= 1.0 {
         return (0.0, 0.0);
     }
     let h = (op.cached_bytes / random).min(1.0);
     let random_bytes = op.random_lines * line_bytes;
     let stream_bytes = ((op.touched_lines - op.random_lines) * line_bytes).max(0.0);
     let stream_footprint = (op.footprint - random).max(0.0);
-    // Operations until a fraction `v` of the random lines was touched.
-    let ops_at = |v: f64| -(random / random_bytes) * (1.0 - v).ln();
+    // Operations per unit of `-ln(1 - v)`: `ops(v) = -ln(1 - v) * per_ln` operations touch a
+    // fraction `v` of the random lines.
+    let per_ln = random / random_bytes;
+    if walk.nothing_held() && h < 1.0 {
+        // Back after the others filled the reach (a long absence, the common case of long
+        // turns): `q = v`, and the integral has a closed form, `v + (1 - h) ln(1 - v)`
+        // footprints of lines up to `v`, used when neither the run nor the cache cuts it.
+        let ln_h = -(1.0 - h).ln();
+        let lines = (h - (1.0 - h) * ln_h) * random / line_bytes;
+        let own = h * random + (ln_h * per_ln * stream_bytes).min(stream_footprint);
+        let t = ln_h * per_ln * op_ns + lines * per_line_ns;
+        if own < llc_bytes && t <= run_ns {
+            return (lines * per_line_ns, lines);
+        }
+    }
     let dv = h / f64::from(REFILL_STEPS);
-    let (mut lines, mut t) = (0.0, 0.0);
+    let (mut lines, mut t, mut ln_lo) = (0.0, 0.0, 0.0);
     for k in 0..REFILL_STEPS {
         let lo = f64::from(k) * dv;
         let hi = (f64::from(k + 1) * dv).min(1.0 - 1e-12);
+        let ln_hi = -(1.0 - hi).ln();
         let mid = 0.5 * (lo + hi);
-        let own = mid * random + (ops_at(mid) * stream_bytes).min(stream_footprint);
+        let streamed = if stream_bytes > 0.0 {
+            (-(1.0 - mid).ln() * per_ln * stream_bytes).min(stream_footprint)
+        } else {
+            0.0
+        };
+        let own = mid * random + streamed;
         if own >= llc_bytes {
             break;
         }
-        let older = turns.held_share_beneath(own, others, llc_bytes, op.footprint);
-        let q = mid + (1.0 - mid) * h * older;
+        let q = mid + (1.0 - mid) * h * walk.held_share_beneath(own);
         // Per random line touched, `h - q` extra misses; `(1 - v)` of the touches in `dv`
         // are new lines, so `dx = random dv / (1 - v)` (taken at the midpoint, exact when
         // `h - q` is proportional to `1 - v`, as it is for a footprint the cache holds).
         let d_lines = (h - q).max(0.0) / (1.0 - mid) * (hi - lo) * random / line_bytes;
-        let d_t = (ops_at(hi) - ops_at(lo)) * op_ns + d_lines * per_line_ns;
+        let d_t = (ln_hi - ln_lo) * per_ln * op_ns + d_lines * per_line_ns;
+        ln_lo = ln_hi;
         if t + d_t >= run_ns {
             lines += d_lines * ((run_ns - t) / d_t).clamp(0.0, 1.0);
             break;
@@ -1720,8 +1788,7 @@ mod tests {
         let refill = |others: f64, run: f64| {
             refill_after_turns(
                 &op,
-                &fresh,
-                others * mib,
+                &fresh.walk(others * mib, 16.0 * mib, op.footprint),
                 16.0 * mib,
                 line,
                 per_line,
@@ -1755,8 +1822,7 @@ mod tests {
         assert_eq!(
             refill_after_turns(
                 &none,
-                &fresh,
-                100.0 * mib,
+                &fresh.walk(100.0 * mib, 16.0 * mib, none.footprint),
                 16.0 * mib,
                 line,
                 per_line,
@@ -1884,7 +1950,16 @@ mod tests {
             h.end(run);
         }
         let llc = cache as f64 * line;
-        refill_after_turns(&op, &h, run, llc, line, 0.0, 1.0, turn as f64).1
+        refill_after_turns(
+            &op,
+            &h.walk(run, llc, op.footprint),
+            llc,
+            line,
+            0.0,
+            1.0,
+            turn as f64,
+        )
+        .1
     }
 
     #[test]
@@ -1974,8 +2049,7 @@ mod tests {
         let refill = |run: f64| {
             refill_after_turns(
                 &op,
-                &fresh,
-                100.0 * mib,
+                &fresh.walk(100.0 * mib, 16.0 * mib, op.footprint),
                 16.0 * mib,
                 64.0,
                 per_line,

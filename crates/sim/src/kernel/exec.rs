@@ -494,6 +494,10 @@ impl Kernel {
             deadline: super::fair::VRUNTIME_ORIGIN,
             vlag: 0,
             protect: false,
+            // A new thread or child keeps its parent's slice (6.12's `__sched_fork` no longer
+            // resets it); exec does not change it either.
+            slice_req: parent.map_or(0, |p| self.tasks[p].slice_req),
+            vprot_short: None,
             placed: false,
             pelt: super::pelt::Pelt::default(),
             pelt_runnable: false,

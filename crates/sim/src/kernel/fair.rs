@@ -250,7 +250,7 @@ impl Kernel {
                     }
                 };
                 let v = avg.saturating_add_signed(-lag);
-                let mut vslice = calc_delta_fair(p.base_slice, w);
+                let mut vslice = calc_delta_fair(self.task_slice(t), w);
                 if how == Placing::New {
                     vslice /= 2;
                 }
@@ -287,7 +287,8 @@ impl Kernel {
             FairClass::Eevdf => {
                 let avg = self.avg_vruntime(cpu);
                 let w = self.tasks[t].weight;
-                let limit = calc_delta_fair((2 * p.base_slice).max(self.params.tick), w) as i64;
+                let limit =
+                    calc_delta_fair((2 * self.task_slice(t)).max(self.params.tick), w) as i64;
                 let lag = (i128::from(avg) - i128::from(v)).clamp(-i128::MAX, i128::MAX) as i64;
                 self.tasks[t].vlag = lag.clamp(-limit, limit);
                 if self.rqs[cpu].nr_running() <= 1 {
@@ -337,9 +338,11 @@ impl Kernel {
         let w = self.tasks[t].weight;
         match p.class {
             FairClass::Eevdf => {
+                let end = self.protect_end(t, cpu);
                 let task = &mut self.tasks[t];
                 task.protect = true;
-                real_of_virtual(task.deadline.saturating_sub(task.vruntime), w).max(1)
+                task.vprot_short = (end < task.deadline).then_some(end);
+                real_of_virtual(end.saturating_sub(task.vruntime), w).max(1)
             }
             FairClass::Cfs => {
                 let nr = self.rqs[cpu].nr_running() as u64;
@@ -350,13 +353,79 @@ impl Kernel {
     }
 
     /// The running task's slice ran out: EEVDF gives it a new deadline (`update_deadline`).
+    /// A protection shorter than its slice that ran out before its deadline renews nothing:
+    /// the task goes back to the queue with its deadline, and the pick decides.
     pub(super) fn fair_renew(&mut self, t: TaskId) {
         let p = self.fair();
         if p.class == FairClass::Eevdf {
+            let slice = self.task_slice(t);
             let task = &mut self.tasks[t];
-            task.deadline = task.vruntime + calc_delta_fair(p.base_slice, task.weight);
+            let short = task.vprot_short.take().is_some() && task.vruntime < task.deadline;
+            if !short {
+                task.deadline = task.vruntime + calc_delta_fair(slice, task.weight);
+            }
             task.protect = false;
         }
+    }
+
+    /// `update_protect_slice` (Linux 6.17): `t` joined `cpu`'s runqueue without preempting its
+    /// running task `c`; if it asked for a shorter slice, `c`'s protection ends that slice
+    /// from now, and the pick is made again at the tick after (where `t` runs if it is then
+    /// eligible with the earlier deadline).
+    pub(super) fn fair_shorten_protection(&mut self, cpu: CpuId, c: TaskId, t: TaskId) {
+        if self.fair().class != FairClass::Eevdf {
+            return;
+        }
+        let slice = self.task_slice(t);
+        if slice >= self.task_slice(c) {
+            return;
+        }
+        self.settle(c);
+        let task = &self.tasks[c];
+        let end = task.vruntime + calc_delta_fair(slice, task.weight);
+        if end >= task.vprot_short.unwrap_or(task.deadline) {
+            return;
+        }
+        let real = real_of_virtual(end - task.vruntime, task.weight).max(1);
+        let left = self.slice_to_tick(cpu, real);
+        if left >= task.slice_left {
+            return;
+        }
+        let task = &mut self.tasks[c];
+        task.vprot_short = Some(end);
+        task.slice_left = left;
+        self.post_boundary(cpu, c);
+    }
+
+    /// EEVDF: the task's request size, its own (`se.custom_slice`) or the base slice.
+    pub(super) fn task_slice(&self, t: TaskId) -> Ns {
+        match self.tasks[t].slice_req {
+            0 => self.fair().base_slice,
+            s => s,
+        }
+    }
+
+    /// `set_protect_slice` with `RUN_TO_PARITY` (Linux 6.17): the virtual time up to which
+    /// `t`, picked on `cpu`, runs before the pick is made again: its deadline, or sooner when
+    /// a queued task asked for a shorter slice than its own (the protection is the shortest
+    /// slice of the runqueue). Before 6.17 the protection was the whole slice; with equal
+    /// slices the two are the same.
+    fn protect_end(&self, t: TaskId, cpu: CpuId) -> u64 {
+        let task = &self.tasks[t];
+        if !self.custom_slices {
+            return task.deadline;
+        }
+        let own = self.task_slice(t);
+        let shortest = self.rqs[cpu]
+            .queue
+            .iter()
+            .map(|q| self.task_slice(q))
+            .fold(own, Ns::min);
+        if shortest == own {
+            return task.deadline;
+        }
+        task.deadline
+            .min(task.vruntime + calc_delta_fair(shortest, task.weight))
     }
 
     /// Take the task `cpu` runs next (`pick_eevdf`, or CFS's leftmost).
@@ -393,7 +462,13 @@ impl Kernel {
             FairClass::Eevdf => {
                 let (load, wv) = self.fair_sums(cpu);
                 let curr_eligible = Self::eligible(load, wv, cv);
-                if curr_eligible && self.tasks[c].protect {
+                // `PREEMPT_SHORT` (6.12): an eligible task that asked for a shorter slice and
+                // is due first (or the running task is not eligible) cancels the protection.
+                let short = self.custom_slices
+                    && self.task_slice(t) < self.task_slice(c)
+                    && Self::eligible(load, wv, self.tasks[t].vruntime)
+                    && (self.tasks[t].deadline < self.tasks[c].deadline || !curr_eligible);
+                if curr_eligible && self.tasks[c].protect && !short {
                     return false;
                 }
                 if self.eevdf_pick(cpu) != Some(t)

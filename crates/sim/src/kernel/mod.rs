@@ -277,6 +277,9 @@ pub struct Kernel {
     /// O(1) balancers sample every queue of a span on every pass (a thousand at 1024 CPUs),
     /// and contiguous words scan far faster than a field of each large [`RunQueue`].
     nr_running: Vec<u32>,
+    /// Some task was given its own EEVDF slice ([`Kernel::set_slice`]): picks and wake-ups
+    /// then look at the slices (`RUN_TO_PARITY`'s shortest queued slice, `PREEMPT_SHORT`).
+    pub(crate) custom_slices: bool,
     /// Bumped whenever a task's `home_node` is set ([`Kernel::set_home_node`]).
     home_changes: u64,
     /// Bumped whenever a task's affinity is set ([`Kernel::set_affinity`]).
@@ -427,6 +430,7 @@ impl Kernel {
             node_rq_changes: vec![0; topo.nr_nodes()],
             nr_running: vec![0; nr_cpus],
             home_changes: 0,
+            custom_slices: false,
             affinity_changes: 0,
             disks: crate::disk::Disks::for_workload(&workload),
             mem: NodeMemory::new(&topo),
@@ -505,6 +509,20 @@ impl Kernel {
     pub fn set_home_node(&mut self, t: TaskId, home: Option<NodeId>) {
         self.tasks[t].home_node = home;
         self.home_changes += 1;
+    }
+
+    /// Give a task its own EEVDF slice (`sched_setattr` with `sched_runtime`, Linux 6.12 and
+    /// later), clamped as the kernel clamps it to 0.1-100 ms; 0 gives the base slice back.
+    /// It takes effect at the task's next deadline or placement. The O(1)-era bases and CFS
+    /// have no such request and ignore it.
+    pub fn set_slice(&mut self, t: TaskId, slice_ns: Ns) {
+        let s = if slice_ns == 0 {
+            0
+        } else {
+            slice_ns.clamp(100 * crate::time::US, 100 * crate::time::MS)
+        };
+        self.tasks[t].slice_req = s;
+        self.custom_slices |= s > 0;
     }
 
     /// Runnable tasks on a node's CPUs.

@@ -82,6 +82,8 @@ impl Kernel {
                     self.rqs[cpu].need_resched = true;
                     self.counters.preemptions += 1;
                     self.resched(cpu);
+                } else if fair && self.custom_slices {
+                    self.fair_shorten_protection(cpu, c, t);
                 }
                 self.unpark_balancers();
             }
@@ -334,7 +336,7 @@ impl Kernel {
     /// How long a fair slice of `slice` lasts on `cpu`: without the high-resolution tick the
     /// kernel notices that it ran out at the next tick (`task_tick_fair` -> `update_curr` ->
     /// `update_deadline`), so it ends on `cpu`'s tick grid.
-    fn slice_to_tick(&self, cpu: CpuId, slice: Ns) -> Ns {
+    pub(super) fn slice_to_tick(&self, cpu: CpuId, slice: Ns) -> Ns {
         if self.params.fair.is_some_and(|f| f.hrtick) {
             return slice;
         }
@@ -436,7 +438,8 @@ impl Kernel {
             return (0.0, 0.0);
         }
         let llc_bytes = cpu_model.llc_bytes as f64;
-        if task.turns.held_share(others, llc_bytes, c.op.footprint) >= 1.0 {
+        let walk = task.turns.walk(others, llc_bytes, c.op.footprint);
+        if walk.held_share_beneath(0.0) >= 1.0 {
             return (0.0, 0.0);
         }
         let mlp = cpu_model.mlp.max(1e-3);
@@ -449,8 +452,7 @@ impl Kernel {
         };
         super::cost::refill_after_turns(
             &c.op,
-            &task.turns,
-            others,
+            &walk,
             llc_bytes,
             cpu_model.line_bytes as f64,
             per_line_ns.max(0.0),

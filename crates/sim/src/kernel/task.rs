@@ -123,6 +123,12 @@ pub struct Task {
     pub deadline: u64,
     pub vlag: i64,
     pub protect: bool,
+    /// EEVDF: the task's own request size (`sched_attr.sched_runtime`, Linux 6.12 and later;
+    /// `se.custom_slice`), 0 for the base slice; and, when it ran with a shorter protection
+    /// than its slice (a queued task asked for less), the virtual time that protection ends
+    /// (`se->vprot` below the deadline).
+    pub slice_req: Ns,
+    pub vprot_short: Option<u64>,
     /// Placed on a runqueue at least once (the first placement is a new task's).
     pub placed: bool,
     /// PELT signals (fair class), what they were last updated for, and the runqueue they

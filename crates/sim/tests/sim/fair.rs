@@ -273,3 +273,86 @@ fn a_slice_ends_at_the_tick_after_it_runs_out_unless_the_high_resolution_tick_is
         );
     }
 }
+
+/// Runs `w` under EEVDF on one CPU, giving task `t` the slice `s` (ns, 0: the base slice)
+/// for each `(t, s)` once every task exists; returns the finished simulation.
+fn with_slices(w: Workload, slices: &[(usize, u64)]) -> Sim {
+    let topo = machine(ONE_CPU);
+    let mut sim = Sim::new(topo.clone(), Arc::new(w), scheduler("linux", &topo), 1);
+    while sim.k.tasks.len() < slices.len() {
+        assert!(sim.step().expect("runs"));
+    }
+    for &(t, s) in slices {
+        sim.k.set_slice(t, s);
+    }
+    while sim.step().expect("runs") {
+        sim.k.check_invariants().expect("invariants");
+    }
+    sim
+}
+
+#[test]
+fn a_task_that_asks_for_a_long_slice_takes_long_turns() {
+    let topo = machine(ONE_CPU);
+    let second = topo.cpu_model.freq_mhz * 1e6;
+    let pair = || workload(vec![compute("a", second, 0), compute("b", second, 0)]);
+    // One CPU: a base slice of 0.75 ms, ended at the next 1 ms tick.
+    let base = with_slices(pair(), &[(0, 0), (1, 0)])
+        .k
+        .counters
+        .context_switches;
+    let long = with_slices(pair(), &[(0, 100_000_000), (1, 100_000_000)])
+        .k
+        .counters
+        .context_switches;
+    // Two seconds of work: about 2,000 turns of 1 ms, about 20 of 100 ms.
+    assert!(base > 1_500, "{base} switches with the base slice");
+    assert!(long < 40, "{long} switches with 100 ms slices");
+    // Beyond the kernel's range: clamped to 100 ms.
+    let clamped = with_slices(pair(), &[(0, 10_000_000_000), (1, 10_000_000_000)]);
+    assert_eq!(clamped.k.counters.context_switches, long);
+}
+
+#[test]
+fn a_long_slice_does_not_hold_back_a_task_with_the_base_slice() {
+    let topo = machine(ONE_CPU);
+    let ms = topo.cpu_model.freq_mhz * 1e3;
+    let hog = compute("hog", 3_000.0 * ms, 0);
+    // Asleep for 0.5 ms after each 5 ms of work: it wants more than its half of the CPU, so
+    // it comes back owed little, and the running task's protection decides when it runs.
+    let mut waker = compute("waker", 0.0, 0);
+    waker.phases = vec![
+        Phase::Loop { count: 100 },
+        Phase::Sleep {
+            ns: 500_000,
+            jitter: 0.0,
+        },
+        Phase::Compute { cycles: 5.0 * ms },
+        Phase::EndLoop,
+    ];
+    let run = |slices: &[(usize, u64)]| {
+        let sim = with_slices(workload(vec![hog.clone(), waker.clone()]), slices);
+        let waker_end = sim.k.tasks[1].exited.expect("waker ends") as f64;
+        (waker_end, sim.k.counters.context_switches)
+    };
+    let (base, base_switches) = run(&[(0, 0), (1, 0)]);
+    // The hog asks for 100 ms, the waker keeps the base slice: the waker's wake-ups cut the
+    // hog's protection to the shortest queued slice (`PREEMPT_SHORT`, 6.12;
+    // `update_protect_slice`, 6.17), so it ends when it ends with both at the base slice,
+    // while the hog takes longer turns.
+    let (short, short_switches) = run(&[(0, 100_000_000), (1, 0)]);
+    assert!(
+        (short / base - 1.0).abs() < 0.01,
+        "waker ended at {short} ns, {base} ns with the base slices"
+    );
+    assert!(
+        short_switches * 2 < base_switches,
+        "{short_switches} switches, {base_switches}"
+    );
+    // Both at 100 ms: the hog's protected slices hold the waker back.
+    let (equal, _) = run(&[(0, 100_000_000), (1, 100_000_000)]);
+    assert!(
+        equal > 1.03 * short,
+        "waker ended at {equal} ns, {short} ns"
+    );
+}

@@ -88,7 +88,7 @@ fn final_homes(r: &RunResult) -> BTreeMap<u32, usize> {
             Action::ClearHome { pid, .. } => {
                 h.remove(pid);
             }
-            Action::MoveMemory { .. } => {}
+            Action::MoveMemory { .. } | Action::SetSlice { .. } => {}
         }
     }
     h

@@ -2,7 +2,7 @@
 //! already is, kept there with CPU affinity, its memory brought home at a bounded rate, and
 //! processes moved between nodes only when node loads stay apart.
 //!
-//! One decision ([`HomenodePolicy::decide`]) runs four steps on a sanitised copy of the
+//! One decision ([`HomenodePolicy::decide`]) runs five steps on a sanitised copy of the
 //! snapshot (`docs/PLACEMENT.md` has the whole algorithm, the formulas and every parameter):
 //!
 //! 1. *Release*: a homed process that used less than `min_cpu` for `release_after_s` loses
@@ -24,14 +24,13 @@
 //!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total. Where
 //!    the kernel's NUMA balancing is active, its page migration is left the moving while it
 //!    keeps moving the memory home (`defer_to_kernel`).
-//!
 //! 5. *Slices*: a homed process whose threads are all runnable nearly all the time gets a
 //!    long scheduling slice (`slice_ms`), so that jobs sharing a CPU do not refill the cache
 //!    every few milliseconds; the kernel's default comes back when it loses its home or sleeps.
 //!
 //! The files follow the steps: `release.rs` (1), `homes.rs` (2, with the choice of one home),
-//! `rebalance.rs` (3), `memory.rs` (4), `slice.rs` (5); `model.rs` holds the load model below, which every
-//! step reads and the first three update as homes change.
+//! `rebalance.rs` (3), `memory.rs` (4), `slice.rs` (5); `model.rs` holds the load model
+//! below, which every step reads and the first three update as homes change.
 //!
 //! The load model: each node's load (in CPUs) is its busy CPU time minus what homed processes
 //! ran there, plus the demand of the processes homed on it (their CPU use, or their width when

@@ -9,11 +9,15 @@
 //! to 0.1-100 ms); a task with a shorter slice that wakes up still preempts one with a longer
 //! slice (`PREEMPT_SHORT`), so the others' latency is kept.
 //!
-//! A homed process is *CPU-bound* when every thread was runnable (running or waiting on a run
-//! queue) for at least [`CPU_BOUND`] of the interval: it never sleeps, so nothing of its own
-//! waits on its wake-up latency. Such a process gets `slice_ms`. It keeps it while its threads
-//! are runnable at least [`KEEP`] of the time on average (a pause for I/O does not flip it),
-//! and gets the kernel's default back when they sleep more, or when it loses its home.
+//! A homed process gets `slice_ms` when it is *CPU-bound*, every thread runnable (running or
+//! waiting on a run queue) for at least [`CPU_BOUND`] of the interval, so that it never sleeps
+//! and nothing of its own waits on its wake-up latency; and *taking turns*, its threads waiting
+//! on a run queue for at least [`TURNS`] of the interval, as two CPU-bound threads sharing a
+//! CPU each wait half of it. A thread with a CPU to itself gains nothing from a long slice,
+//! and beside short tasks that come and go it would only leave them longer stretches. It
+//! keeps the slice while its threads stay runnable at least [`KEEP`] and waiting at least
+//! [`KEEP_TURNS`] of the time on average (a pause does not flip it), and gets the kernel's
+//! default back when they sleep or run alone, or when it loses its home.
 
 use super::{Decision, HomenodePolicy, comm};
 use crate::action::Action;
@@ -23,8 +27,15 @@ use crate::common::Proc;
 /// CPU-bound.
 pub const CPU_BOUND: f64 = 0.9;
 
+/// Share of the interval its threads must have waited on a run queue, on average, for the
+/// process to count as taking turns.
+pub const TURNS: f64 = 0.25;
+
 /// Share of the interval its threads must stay runnable, on average, to keep the slice.
 pub const KEEP: f64 = 0.5;
+
+/// Share of the interval its threads must still wait, on average, to keep the slice.
+pub const KEEP_TURNS: f64 = 0.1;
 
 impl HomenodePolicy {
     /// The slice `p` should have, ns, and why.
@@ -32,14 +43,22 @@ impl HomenodePolicy {
         if !homed {
             return (0, "it has no home");
         }
-        let bound = if have > 0 { KEEP } else { CPU_BOUND };
-        if p.runnable() < bound * f64::from(p.threads.max(1)) {
+        let threads = f64::from(p.threads.max(1));
+        let (busy, turns) = if have > 0 {
+            (KEEP, KEEP_TURNS)
+        } else {
+            (CPU_BOUND, TURNS)
+        };
+        if p.runnable() < busy * threads {
             return (0, "its threads sleep");
+        }
+        if p.wait < turns * threads {
+            return (0, "its threads have their CPUs to themselves");
         }
         let ns = (self.cfg.slice_ms * 1e6).round() as u64;
         (
             ns,
-            "homed and CPU-bound: every thread runnable nearly all the time",
+            "homed, CPU-bound and taking turns: every thread runnable nearly all the time, waiting for a CPU part of it",
         )
     }
 
@@ -59,11 +78,12 @@ impl HomenodePolicy {
             }
             let reason = if want > 0 {
                 format!(
-                    "slice: pid {} ({}) is {why} ({:.2} CPUs wanted by {} threads)",
+                    "slice: pid {} ({}) is {why} ({:.2} CPUs wanted by {} threads, {:.2} of them waiting)",
                     p.pid,
                     comm(d.snap, p),
                     p.runnable(),
-                    p.threads
+                    p.threads,
+                    p.wait
                 )
             } else {
                 format!("slice: pid {} ({}): {why}", p.pid, comm(d.snap, p))

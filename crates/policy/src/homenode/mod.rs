@@ -24,9 +24,10 @@
 //!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total. Where
 //!    the kernel's NUMA balancing is active, its page migration is left the moving while it
 //!    keeps moving the memory home (`defer_to_kernel`).
-//! 5. *Slices*: a homed process whose threads are all runnable nearly all the time gets a
-//!    long scheduling slice (`slice_ms`), so that jobs sharing a CPU do not refill the cache
-//!    every few milliseconds; the kernel's default comes back when it loses its home or sleeps.
+//! 5. *Slices*: a homed process whose threads are all runnable nearly all the time, and wait
+//!    for a CPU part of it, gets a long scheduling slice (`slice_ms`), so that jobs sharing a
+//!    CPU do not refill the cache every few milliseconds; the kernel's default comes back when
+//!    it loses its home, or its threads sleep or run alone.
 //!
 //! The files follow the steps: `release.rs` (1), `homes.rs` (2, with the choice of one home),
 //! `rebalance.rs` (3), `memory.rs` (4), `slice.rs` (5); `model.rs` holds the load model

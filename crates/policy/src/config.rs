@@ -98,9 +98,10 @@ pub struct HomenodeConfig {
     /// does not. Off by default: the simulator's numa01 ran slower with it (docs/PLACEMENT.md).
     pub defer_to_kernel: bool,
     /// The scheduling slice given to the threads of a homed process that is CPU-bound and takes
-    /// turns (every thread runnable nearly all the time, waiting for a CPU part of it), ms; 0 leaves every slice to the kernel. Linux
-    /// 6.12 and later take it as the fair class's custom slice and clamp it to 0.1-100 ms;
-    /// the default is the longest they take (step 5, docs/PLACEMENT.md).
+    /// turns (every thread runnable nearly all the time, waiting for a CPU part of it), ms; 0
+    /// leaves every slice to the kernel. Linux 6.12 and later take it as the fair class's
+    /// custom slice and clamp it to 0.1-100 ms; the default is the longest they take (step 5,
+    /// docs/PLACEMENT.md).
     pub slice_ms: f64,
 }
 

@@ -395,11 +395,12 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     );
     if let Some(p) = &r.placement {
         outln!(
-            "placement {}: {} decisions, {} homes set, {} cleared, {} memory moves ({} MiB)",
+            "placement {}: {} decisions, {} homes set, {} cleared, {} slices set, {} memory moves ({} MiB)",
             a.placement,
             p.decisions,
             p.set_home,
             p.clear_home,
+            p.set_slice,
             p.moves,
             p.bytes_moved >> 20
         );
@@ -432,7 +433,7 @@ fn workload_json(
     let placement = r.placement.as_ref().map(|p| {
         serde_json::json!({
             "policy": a.placement, "decisions": p.decisions, "set_home": p.set_home,
-            "clear_home": p.clear_home, "moves": p.moves, "bytes_moved": p.bytes_moved,
+            "clear_home": p.clear_home, "set_slice": p.set_slice, "moves": p.moves, "bytes_moved": p.bytes_moved,
             "actions": p.log.iter().map(|(at, act)| serde_json::json!({"at_s": *at as f64 / 1e9, "action": act})).collect::<Vec<_>>(),
         })
     });

@@ -440,6 +440,7 @@ mod tests {
                 unix_s: 0,
                 previous: Vec::new(),
             }),
+            slice: None,
         };
         // Captured again at a home change: the main thread and a new thread both have
         // homenode's mask; a third thread was pinned by its program to CPU 6.

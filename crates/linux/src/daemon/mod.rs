@@ -708,9 +708,16 @@ fn log_restore(r: &RestoreReport) {
                 threads_unchanged,
                 changed_by_others,
                 threads_gone,
-            } => format!(
-                "restored {threads_restored} threads ({threads_unchanged} already at their original mask, {changed_by_others} changed by someone else and left so, {threads_gone} gone)"
-            ),
+                slice,
+            } => {
+                let mut s = format!(
+                    "restored {threads_restored} threads ({threads_unchanged} already at their original mask, {changed_by_others} changed by someone else and left so, {threads_gone} gone)"
+                );
+                if let Some(sl) = slice {
+                    s.push_str(&format!("; {}", describe_slice_restore(sl)));
+                }
+                s
+            }
             O::Gone => "exited: nothing to restore".into(),
             O::PidReused { starttime_now } => {
                 format!("PID reused (start time now {starttime_now}): not touched")
@@ -719,6 +726,14 @@ fn log_restore(r: &RestoreReport) {
         };
         tracing::info!("pid {} ({comm}): {what}", k.pid);
     }
+}
+
+/// What a restore did to a process's slices, for the log and the status table.
+pub fn describe_slice_restore(r: &crate::slice::SliceRestored) -> String {
+    format!(
+        "{} threads given the kernel's default slice back ({} at another slice left so, {} gone)",
+        r.restored, r.left, r.gone
+    )
 }
 
 /// Takes the exclusive lock `JOURNAL.lock`, creating the journal's directory (mode 0700).

@@ -7,7 +7,9 @@
 //! a restart. Everything else applies from the next interval: the interval, the policy and
 //! its placement settings (a new policy object, so what it remembered is dropped), the scan,
 //! memory and rule settings. A process already homed that the new rules leave out is
-//! released at the next interval, as when it is excluded any other way.
+//! released at the next interval, as when it is excluded any other way. Another policy (a new
+//! `policy`, not new parameters of the same one) starts without slices: every slice the
+//! daemon gave is taken back at once.
 
 use super::{Daemon, DaemonConfig, DaemonError};
 
@@ -60,6 +62,11 @@ impl Daemon {
         if new.policy != old.policy || np.homenode != op.homenode || np.numad != op.numad {
             self.policy =
                 policy::build(&new.policy, &new.placement).map_err(DaemonError::Policy)?;
+        }
+        // Homes stay and are judged by the new policy; slices are taken back, since another
+        // policy may never look at them (it asks again if it wants them).
+        if new.policy != old.policy {
+            self.take_back_slices(&format!("the policy is now {}", new.policy));
         }
         self.actuator.memory = new.memory.clone();
         if let Ok(mut s) = self.status.lock() {

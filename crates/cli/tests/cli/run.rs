@@ -280,7 +280,9 @@ fn after_a_crash_restore_gives_the_masks_back() {
     wait_for("the worker homed", 30, || mask(a) != before);
     let slices = custom_slices();
     if slices {
-        wait_for("the worker given the slice", 30, || slice(a) == Some(SLICE_NS));
+        wait_for("the worker given the slice", 30, || {
+            slice(a) == Some(SLICE_NS)
+        });
     }
     // kill -9: no chance to restore.
     d.0[0].kill().expect("kill -9");
@@ -300,6 +302,49 @@ fn after_a_crash_restore_gives_the_masks_back() {
     ]);
     assert_eq!(mask(a), before);
     assert_eq!(slice(a), slice_before);
+    drop(procs);
+}
+
+/// A daemon killed after giving a worker its slice: the next one adopts the worker (home and
+/// slice, from the journal) and gives the default back on SIGTERM. (The policy may take the
+/// slice back in the new daemon's first decision and give it again in the next: its first
+/// reading of a process has no run-queue wait yet, so a busy loop that got half a CPU reads
+/// as sleeping half the time.)
+#[test]
+fn after_a_crash_the_next_daemon_adopts_the_slice_and_gives_it_back() {
+    if !can_run() || !custom_slices() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("adopt-slice");
+    let procs = Procs(vec![busy(None)]);
+    let a = procs.0[0].id();
+    let (mask_before, slice_before) = (mask(a), slice(a));
+    let mut d = Procs(vec![daemon(&dir, &[a], &[])]);
+    wait_for("the worker given the slice", 30, || {
+        slice(a) == Some(SLICE_NS)
+    });
+    d.0[0].kill().expect("kill -9");
+    let _ = d.0[0].wait();
+    let mut d = daemon(&dir, &[a], &["--intervals", "6"]);
+    let (st, err) = d.wait_with_output_ref();
+    assert!(st.success(), "{err}");
+    assert!(err.contains("adopted with home"), "{err}");
+    // Held from the journal: never a second slice on top of the first without a take-back.
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(&format!("pid {a}: ")) && l.contains("slice"))
+        .collect();
+    for pair in lines.windows(2) {
+        assert!(
+            !(pair[0].contains("set slice") && pair[1].contains("set slice")),
+            "{err}"
+        );
+    }
+    if let Some(first) = lines.first() {
+        assert!(first.contains("restore the kernel's slice"), "{err}");
+    }
+    assert_eq!((mask(a), slice(a)), (mask_before, slice_before), "{err}");
     drop(procs);
 }
 

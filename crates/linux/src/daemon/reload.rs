@@ -117,6 +117,38 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::ProcessKey;
+
+    /// Another policy may never look at slices: they are taken back when the policy changes,
+    /// and kept when only its parameters do.
+    #[test]
+    fn another_policy_starts_without_slices() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/multinode-4n");
+        let cfg = DaemonConfig {
+            dry_run: true,
+            root,
+            ..DaemonConfig::default()
+        };
+        let mut d = Daemon::start(cfg.clone()).expect("start");
+        let key = ProcessKey {
+            pid: 1000,
+            starttime: 5000,
+        };
+        let held = super::super::HeldSlice {
+            ns: 100_000_000,
+            given: true,
+        };
+        d.slices.insert(key, held);
+        let mut same = cfg.clone();
+        same.placement.homenode.slice_ms = 50.0;
+        d.reload(same.clone()).expect("reload");
+        assert_eq!(d.slices.get(&key), Some(&held), "same policy: kept");
+        let mut other = same;
+        other.policy = "numad".into();
+        d.reload(other).expect("reload");
+        assert!(d.slices.is_empty());
+    }
 
     #[test]
     fn diff_names_nested_keys_and_unset_values() {

@@ -144,8 +144,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     if a.restore {
         let r = daemon::restore_only(&cfg.journal, &cfg.root)?;
         eprintln!(
-            "homenode: restored {} threads of {} processes ({} gone, {} left as they are)",
+            "homenode: restored {} threads' masks and {} threads' slices of {} processes ({} gone, {} left as they are)",
             r.threads_restored(),
+            r.slices_restored(),
             r.outcomes.len(),
             r.count(|o| matches!(o, linux::journal::RestoreOutcome::Gone)),
             r.count(|o| matches!(o, linux::journal::RestoreOutcome::Failed { .. })),
@@ -174,9 +175,10 @@ pub fn run(a: RunArgs) -> Result<()> {
     let summary = daemon::run_reloading(cfg, &stop, a.intervals, Some(reload))?;
     let r = &summary.restore;
     tracing::info!(
-        "stopped after {} intervals; restored {} threads of {} processes",
+        "stopped after {} intervals; restored {} threads' masks and {} threads' slices of {} processes",
         summary.intervals,
         r.threads_restored(),
+        r.slices_restored(),
         r.outcomes.len()
     );
     if a.stats {
@@ -206,7 +208,8 @@ fn pct_list(v: &[f64]) -> String {
         .join("/")
 }
 
-/// The status's process table: home, time and memory by node, last action, one row each.
+/// The status's process table: home, slice, time and memory by node, last action, one row
+/// each.
 fn processes_table(r: &daemon::status::StatusReport) -> comfy_table::Table {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::NOTHING);
@@ -215,6 +218,7 @@ fn processes_table(r: &daemon::status::StatusReport) -> comfy_table::Table {
         "command",
         "cpus",
         "home",
+        "slice",
         "time % by node",
         "memory % by node",
         "last action",
@@ -241,6 +245,11 @@ fn processes_table(r: &daemon::status::StatusReport) -> comfy_table::Table {
             esc(&p.comm),
             format!("{:.2}", p.cpu_use),
             home,
+            if p.slice_ns > 0 {
+                linux::slice::fmt_ms(p.slice_ns)
+            } else {
+                "-".into()
+            },
             pct_list(&p.time_pct),
             pct_list(&p.memory_pct),
             esc(&last),
@@ -256,13 +265,18 @@ pub fn status(a: StatusArgs) -> Result<()> {
         return Ok(());
     }
     outln!(
-        "homenode {}: policy {}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU in {:.0} ms",
+        "homenode {}: policy {}{}{}{}, {} intervals of {} s, {} processes seen, {} looked at closely, last interval {:.2} ms CPU in {:.0} ms",
         r.version,
         r.policy,
         if r.dry_run { " (dry run)" } else { "" },
         r.fake_numa
             .map(|n| format!(", fake NUMA {n}"))
             .unwrap_or_default(),
+        if r.no_custom_slices {
+            ", no custom slices in this kernel (slices skipped)"
+        } else {
+            ""
+        },
         r.intervals,
         r.interval_s,
         r.processes_seen,

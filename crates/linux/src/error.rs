@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 
-use crate::Pid;
+use crate::{Pid, Tid};
 
 pub use topo::error::ParseError;
 
@@ -125,6 +125,75 @@ impl SysError {
     }
 }
 
+/// `sched_getattr` or `sched_setattr` failed on a thread (other than because the thread
+/// exited, which is [`Live::Gone`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SliceError {
+    /// EPERM or EACCES: the caller may not change this thread (another user's without
+    /// `CAP_SYS_NICE`, a security module).
+    #[error("{op} on thread {tid}: permission denied ({errno})")]
+    Permission {
+        op: &'static str,
+        tid: Tid,
+        errno: Errno,
+    },
+    /// ENOSYS: a kernel before 3.14, or a seccomp filter.
+    #[error("{op} on thread {tid}: not supported by this kernel ({errno})")]
+    Unsupported {
+        op: &'static str,
+        tid: Tid,
+        errno: Errno,
+    },
+    /// EINVAL (or E2BIG) from `sched_setattr`: the kernel refused the attributes.
+    #[error(
+        "{op} on thread {tid}: the kernel refused policy {policy}, nice {nice}, runtime {runtime_ns} ns ({errno})"
+    )]
+    Refused {
+        op: &'static str,
+        tid: Tid,
+        policy: u32,
+        nice: i32,
+        runtime_ns: u64,
+        errno: Errno,
+    },
+    /// A thread ID that is not one (0, or beyond `pid_t`): refused before calling the kernel,
+    /// so that a missing ID never targets the caller.
+    #[error("{op}: {tid} is not a valid thread ID")]
+    InvalidTid { op: &'static str, tid: Tid },
+    /// Any other error number.
+    #[error("{op} on thread {tid}: {errno}")]
+    Os {
+        op: &'static str,
+        tid: Tid,
+        errno: Errno,
+    },
+    /// The thread that measures the kernel's base slice could not be started (or died).
+    #[error("measuring the kernel's base slice: cannot run a probe thread ({errno})")]
+    Probe { errno: Errno },
+}
+
+impl SliceError {
+    /// The thread the error is about (0 for the probe).
+    pub fn tid(&self) -> Tid {
+        match self {
+            SliceError::Permission { tid, .. }
+            | SliceError::Unsupported { tid, .. }
+            | SliceError::Refused { tid, .. }
+            | SliceError::InvalidTid { tid, .. }
+            | SliceError::Os { tid, .. } => *tid,
+            SliceError::Probe { .. } => 0,
+        }
+    }
+
+    pub(crate) fn from_errno(op: &'static str, tid: Tid, errno: Errno) -> Self {
+        match errno {
+            Errno::EPERM | Errno::EACCES => SliceError::Permission { op, tid, errno },
+            Errno::ENOSYS => SliceError::Unsupported { op, tid, errno },
+            _ => SliceError::Os { op, tid, errno },
+        }
+    }
+}
+
 /// The undo journal could not be read, parsed or written.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
@@ -159,13 +228,15 @@ pub(crate) fn one_line(s: &str) -> String {
 }
 
 /// Any error of this crate, for operations that both read `/proc` and call the kernel
-/// (setting every thread's affinity, restoring the journal).
+/// (setting every thread's affinity or slice, restoring the journal).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Proc(#[from] ProcError),
     #[error(transparent)]
     Sys(#[from] SysError),
+    #[error(transparent)]
+    Slice(#[from] SliceError),
     #[error(transparent)]
     Journal(#[from] JournalError),
 }

@@ -4,7 +4,8 @@
 //! For each process homenode manages, keyed by [`ProcessKey`] (PID and start time), the
 //! journal holds the original affinity of each thread (TID, thread start time, mask), the
 //! original mask of the main thread (given to threads born after the recording, which
-//! inherited homenode's mask), and what homenode applied (the CPU mask, the home nodes).
+//! inherited homenode's mask), what homenode applied (the CPU mask, the home nodes), and the
+//! scheduling slice it gave the process's threads, if it gave one ([`SliceApplied`]).
 //!
 //! # Protocol
 //!
@@ -15,7 +16,10 @@
 //! 2. Change the affinity; record the mask read back (the kernel narrows it to the cpuset) with
 //!    `set_applied` again. New threads found at later intervals are added with
 //!    [`Journal::record_thread`] before they are changed.
-//! 3. To undo: [`restore`]. Entries it finished with ([`RestoreReport::done`]) are removed.
+//! 3. Before giving a journaled process's threads a scheduling slice: [`Journal::set_slice`]
+//!    and [`Journal::store`]; then set them ([`crate::slice::set_threads_slice`]). Once its
+//!    threads have the kernel's default back, [`Journal::clear_slice`].
+//! 4. To undo: [`restore`]. Entries it finished with ([`RestoreReport::done`]) are removed.
 //!
 //! # Restore rules
 //!
@@ -27,6 +31,11 @@
 //!   `previous` masks, left by a crash during a change of home) is changed: if
 //!   someone else set another mask since, theirs stays (counted as `changed_by_others`); a
 //!   thread already at its original is left as is.
+//! - With a `slice`: every thread (new ones included: they inherit their creator's slice)
+//!   whose policy is `SCHED_OTHER` or `SCHED_BATCH` and whose slice is one homenode gave the
+//!   process gets the kernel's default slice back; any other slice stays. Homenode only ever
+//!   gives a slice to threads that had the default, so the default is every such thread's
+//!   original.
 //!
 //! # File format
 //!
@@ -44,15 +53,20 @@
 //!       "default_cpus": "0-7",
 //!       "threads": [ { "tid": 4242, "starttime": 91234, "cpus": "0-7" },
 //!                    { "tid": 4243, "starttime": 91240, "cpus": "0-7" } ],
-//!       "applied": { "cpus": "0-3", "nodes": "0", "unix_s": 1700000002 }
+//!       "applied": { "cpus": "0-3", "nodes": "0", "unix_s": 1700000002 },
+//!       "slice": { "ns": 100000000, "unix_s": 1700000004 }
 //!     }
 //!   ]
 //! }
 //! ```
 //!
-//! Masks are in the kernel's list format. Unknown keys, another `format` or `version`,
-//! duplicate processes or threads make the file [`JournalError::Corrupt`]: the caller decides
-//! what to do (nothing is restored from a file that cannot be trusted).
+//! Masks are in the kernel's list format. `slice` is absent when homenode gave the process no
+//! slice (and in every journal written before slices existed, which still load); `previous`
+//! lists the other slices it gave the process before (after a change of `slice_ms`), absent
+//! when none. Unknown keys, another `format` or `version`, duplicate processes or threads make
+//! the file [`JournalError::Corrupt`]: the caller decides what to do (nothing is restored
+//! from a file that cannot be trusted). So a homenode from before slices refuses a journal
+//! that holds one rather than leave a slice it cannot undo.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -67,6 +81,7 @@ use crate::affinity::{AffinityOps, SystemAffinity};
 use crate::error::{Error, JournalError, one_line};
 use crate::procfs::ProcDir;
 use crate::sample::ProcessKey;
+use crate::slice::{SliceOps, SliceRestored, SystemSlice};
 use crate::{Live, Pid, Tid};
 
 /// The `format` field of every journal.
@@ -110,6 +125,31 @@ impl Applied {
     }
 }
 
+/// The scheduling slice homenode gave a process's threads (Linux 6.12 and later,
+/// [`crate::slice`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceApplied {
+    /// The slice, ns, as the kernel holds it (clamped to 0.1-100 ms).
+    pub ns: u64,
+    /// When it was recorded, seconds since the epoch.
+    pub unix_s: u64,
+    /// Other slices homenode gave this process before (a change of `slice_ms` while it ran):
+    /// a thread still at one of them, such as one born from a thread the change did not reach,
+    /// is homenode's too. Kept while the process has a slice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous: Vec<u64>,
+}
+
+impl SliceApplied {
+    /// Every slice of homenode's on this process: the current one first.
+    pub fn ours(&self) -> Vec<u64> {
+        std::iter::once(self.ns)
+            .chain(self.previous.iter().copied())
+            .collect()
+    }
+}
+
 /// One managed process.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,6 +165,9 @@ pub struct JournalEntry {
     pub threads: Vec<ThreadOriginal>,
     /// What homenode applied; `None` until it applies something.
     pub applied: Option<Applied>,
+    /// The scheduling slice homenode gave its threads; `None` when it gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<SliceApplied>,
 }
 
 impl JournalEntry {
@@ -268,6 +311,31 @@ impl Journal {
             }
             None => false,
         }
+    }
+
+    /// Records the slice homenode is about to give a journaled process's threads (`ns` as the
+    /// kernel holds it). A slice it gave before stays in `previous`. False when the process is
+    /// not journaled.
+    pub fn set_slice(&mut self, key: ProcessKey, ns: u64) -> bool {
+        let Some(e) = self.entries.get_mut(&key) else {
+            return false;
+        };
+        let mut previous = e.slice.as_ref().map(SliceApplied::ours).unwrap_or_default();
+        previous.retain(|&p| p != ns);
+        previous.sort_unstable();
+        previous.dedup();
+        e.slice = Some(SliceApplied {
+            ns,
+            unix_s: unix_now(),
+            previous,
+        });
+        true
+    }
+
+    /// Forgets the slice of a journaled process (its threads have the default back). The
+    /// slice it had, if any.
+    pub fn clear_slice(&mut self, key: ProcessKey) -> Option<SliceApplied> {
+        self.entries.get_mut(&key).and_then(|e| e.slice.take())
     }
 
     pub fn remove(&mut self, key: ProcessKey) -> Option<JournalEntry> {
@@ -464,6 +532,7 @@ pub fn capture_with(
         default_cpus,
         threads,
         applied: None,
+        slice: None,
     }))
 }
 
@@ -480,6 +549,8 @@ pub enum RestoreOutcome {
         changed_by_others: usize,
         /// Threads that exited during the restore.
         threads_gone: usize,
+        /// What became of the threads' slices, when homenode had given the process one.
+        slice: Option<SliceRestored>,
     },
     /// The process has exited: nothing to undo.
     Gone,
@@ -505,6 +576,17 @@ impl RestoreReport {
             .collect()
     }
 
+    /// Threads given the kernel's default slice back, over all processes.
+    pub fn slices_restored(&self) -> usize {
+        self.outcomes
+            .iter()
+            .map(|(_, _, o)| match o {
+                RestoreOutcome::Restored { slice: Some(s), .. } => s.restored,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Threads set back, over all processes.
     pub fn threads_restored(&self) -> usize {
         self.outcomes
@@ -525,19 +607,25 @@ impl RestoreReport {
 }
 
 /// Restores every journaled process still running (same PID and start time) with the
-/// kernel's affinity calls; see the module documentation for the rules. Never fails as a
-/// whole: each entry has its outcome.
+/// kernel's affinity and scheduling calls; see the module documentation for the rules. Never
+/// fails as a whole: each entry has its outcome.
 pub fn restore(journal: &Journal, root: &Path) -> RestoreReport {
-    restore_with(journal, root, &mut SystemAffinity)
+    restore_with(journal, root, &mut SystemAffinity, &mut SystemSlice)
 }
 
-/// [`restore`] with the given affinity calls.
-pub fn restore_with(journal: &Journal, root: &Path, ops: &mut dyn AffinityOps) -> RestoreReport {
+/// [`restore`] with the given affinity and scheduling calls.
+pub fn restore_with(
+    journal: &Journal,
+    root: &Path,
+    ops: &mut dyn AffinityOps,
+    slices: &mut dyn SliceOps,
+) -> RestoreReport {
     let mut report = RestoreReport::default();
     for e in journal.entries() {
-        let outcome = restore_one(e, root, ops).unwrap_or_else(|err| RestoreOutcome::Failed {
-            error: err.to_string(),
-        });
+        let outcome =
+            restore_one(e, root, ops, slices).unwrap_or_else(|err| RestoreOutcome::Failed {
+                error: err.to_string(),
+            });
         report.outcomes.push((e.key(), e.comm.clone(), outcome));
     }
     report
@@ -547,6 +635,7 @@ fn restore_one(
     e: &JournalEntry,
     root: &Path,
     ops: &mut dyn AffinityOps,
+    slices: &mut dyn SliceOps,
 ) -> Result<RestoreOutcome, Error> {
     let Live::Alive(dir) = ProcDir::open(root, e.pid)? else {
         return Ok(RestoreOutcome::Gone);
@@ -586,10 +675,18 @@ fn restore_one(
             others += 1;
         }
     }
+    let slice = match &e.slice {
+        Some(s) => match crate::slice::restore_threads_slice(&dir, &s.ours(), slices)? {
+            Live::Alive(r) => Some(r),
+            Live::Gone => return Ok(RestoreOutcome::Gone),
+        },
+        None => None,
+    };
     Ok(RestoreOutcome::Restored {
         threads_restored: restored,
         threads_unchanged: unchanged,
         changed_by_others: others,
         threads_gone: gone,
+        slice,
     })
 }

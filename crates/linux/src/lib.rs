@@ -11,6 +11,7 @@
 //! | [`rates`] | CPU use per process and thread, and per-node runtime, from two scans |
 //! | [`affinity`] | get/set the CPU affinity of a thread or of every thread of a process, masks of any size |
 //! | [`migrate`] | `move_pages` in bounded batches with a status per page, `migrate_pages` |
+//! | [`slice`] | the fair class's custom scheduling slice of a thread (Linux 6.12+): read, set on every thread of a process, taken back; the kernel's base slice measured |
 //! | [`mempolicy`] | NUMA memory policies: parsed from `numa_maps`, read for this process with `get_mempolicy` |
 //! | [`journal`] | the undo journal: original affinities keyed by (PID, start time), written atomically, restored |
 //! | [`exclude`] | which processes to leave alone, and why |
@@ -32,7 +33,8 @@
 //!   `/proc/PID` ([`procfs::ProcDir`]), so a PID reused while the process is being read gives
 //!   `Gone` rather than a mix of two processes.
 //! - **Errors name what failed**, on one line: the full path of the file
-//!   ([`ProcError`], [`JournalError`]) or the operation and PID ([`SysError`]).
+//!   ([`ProcError`], [`JournalError`]) or the operation and PID or TID ([`SysError`],
+//!   [`SliceError`]).
 //! - **Masks have no size limit.** CPU and node sets are [`topo::CpuSet`] bit vectors, and the
 //!   syscalls pass dynamically sized masks (not glibc's 1024-bit `cpu_set_t`).
 //! - **Kernel numbering.** CPU and node numbers here are the kernel's (as in `/proc` and the
@@ -51,12 +53,13 @@ pub mod nodemap;
 pub mod procfs;
 pub mod rates;
 pub mod sample;
+pub mod slice;
 mod sys;
 pub mod sysfs;
 pub mod text;
 pub mod trust;
 
-pub use error::{Error, JournalError, ProcError, SysError};
+pub use error::{Error, JournalError, ProcError, SliceError, SysError};
 pub use sample::{ProcessSample, ScanOptions, ScanResult, Scanner, ThreadSample};
 
 /// A process ID (thread group ID) as the kernel numbers it.

@@ -1,12 +1,13 @@
 //! The raw syscalls that no safe crate offers with masks of any size: `sched_getaffinity`,
 //! `sched_setaffinity` (glibc's and nix's `cpu_set_t` stop at 1024 CPUs), `move_pages`,
-//! `migrate_pages` and `get_mempolicy` (in no safe crate at all).
+//! `migrate_pages` and `get_mempolicy` (in no safe crate at all); and `sched_getattr` /
+//! `sched_setattr`, which glibc wraps only from 2.41 and the `libc` crate not at all.
 //!
 //! This is the only module of the crate allowed `unsafe`. Each unsafe block is one
 //! `libc::syscall` whose pointer arguments point into live Rust buffers of the length passed
 //! alongside; the kernel copies from and into them and keeps no reference after the call.
 //! The functions here are safe and return the raw `Errno`; [`crate::affinity`],
-//! [`crate::migrate`] and [`crate::mempolicy`] turn errors into typed ones.
+//! [`crate::migrate`], [`crate::mempolicy`] and [`crate::slice`] turn errors into typed ones.
 //!
 //! Masks are arrays of `unsigned long` (`c_ulong`), bit `i % BITS` of word `i / BITS` for
 //! CPU or node `i`, as the kernel reads them on every architecture.
@@ -199,6 +200,65 @@ pub(crate) fn get_mempolicy(addr: usize, flags: i32) -> Result<(i32, CpuSet), Er
             Err(e) => return Err(e),
         }
     }
+}
+
+/// `struct sched_attr` of `include/uapi/linux/sched/types.h` in its first version
+/// (`SCHED_ATTR_SIZE_VER0`, 48 bytes): without the utilization clamps, which homenode never
+/// reads or sets. The kernel accepts this size from every version on (3.14).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SchedAttrV0 {
+    pub size: u32,
+    pub sched_policy: u32,
+    pub sched_flags: u64,
+    pub sched_nice: i32,
+    pub sched_priority: u32,
+    pub sched_runtime: u64,
+    pub sched_deadline: u64,
+    pub sched_period: u64,
+}
+
+/// `SCHED_ATTR_SIZE_VER0`.
+pub(crate) const SCHED_ATTR_SIZE_VER0: u32 = 48;
+const _: () = assert!(size_of::<SchedAttrV0>() == SCHED_ATTR_SIZE_VER0 as usize);
+
+/// `sched_getattr(tid, &attr, 48, 0)`: the thread's policy, flags, nice, real-time priority
+/// and (fair class, Linux 6.12 and later) its slice in `sched_runtime`.
+pub(crate) fn sched_getattr(tid: pid_t) -> Result<SchedAttrV0, Errno> {
+    let mut attr = SchedAttrV0::default();
+    // SAFETY: `attr` is a live, writable `#[repr(C)]` struct of exactly
+    // `SCHED_ATTR_SIZE_VER0` bytes (checked at compile time above); the kernel writes at most
+    // the size passed and keeps no reference after returning.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid as c_long,
+            &mut attr as *mut SchedAttrV0,
+            SCHED_ATTR_SIZE_VER0 as c_ulong,
+            0 as c_ulong,
+        )
+    };
+    check(ret).map(|_| attr)
+}
+
+/// `sched_setattr(tid, &attr, 0)` with `attr.size` set to 48. Policy, flags, nice, priority
+/// and runtime are all taken from `attr`: the caller passes back what it read.
+pub(crate) fn sched_setattr(tid: pid_t, attr: &SchedAttrV0) -> Result<(), Errno> {
+    let attr = SchedAttrV0 {
+        size: SCHED_ATTR_SIZE_VER0,
+        ..*attr
+    };
+    // SAFETY: `attr` is a live `#[repr(C)]` struct of `SCHED_ATTR_SIZE_VER0` bytes whose
+    // `size` field says so; the kernel only reads it and keeps no reference.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            tid as c_long,
+            &attr as *const SchedAttrV0,
+            0 as c_ulong,
+        )
+    };
+    check(ret).map(drop)
 }
 
 #[cfg(test)]

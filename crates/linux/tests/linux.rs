@@ -1,8 +1,8 @@
 //! Integration tests of the `linux` crate (one test binary; modules under `tests/linux/`):
 //! the readers on captured and hand-made fixture trees and on malformed copies of them, the
 //! readers the benchmark samples with and the CPU to node map, the
-//! scanner and rates, the exclusion rules end to end, the journal, and the syscall wrappers on
-//! this process and its children.
+//! scanner and rates, the exclusion rules end to end, the journal, scheduling slices, and the
+//! syscall wrappers on this process and its children.
 
 #[path = "linux/common.rs"]
 mod common;
@@ -20,3 +20,5 @@ mod procfs;
 mod sampling;
 #[path = "linux/scan.rs"]
 mod scan;
+#[path = "linux/slice.rs"]
+mod slice;

@@ -49,6 +49,14 @@ thread_masks() {
         sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$s" 2>/dev/null
     done | sort -u
 }
+# Scheduling attributes of every thread of PID on one line: per thread its TID, nice value,
+# real-time priority and policy (fields 19, 40 and 41 of its stat; the commands here hold no
+# spaces), separated by "; ".
+sched_attrs() {
+    for s in /proc/"$1"/task/*/stat; do
+        awk '{ print $1, "nice=" $19, "rtprio=" $40, "policy=" $41 }' "$s" 2>/dev/null
+    done | sort | awk '{ printf "%s%s", (NR > 1 ? "; " : ""), $0 } END { print "" }'
+}
 # The node PID is homed on: every thread's mask is exactly one node's CPUs; else "-".
 home_of() {
     m=$(thread_masks "$1")

@@ -50,6 +50,37 @@ fn mask(pid: u32) -> String {
         .to_string()
 }
 
+/// The scheduling slice of `pid`'s main thread, ns (`se.slice` of `/proc/PID/sched`; `None`
+/// without the line).
+fn slice(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("se.slice"))?
+        .rsplit(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The slice homenode gives a homed CPU-bound process (`slice_ms`, 100).
+const SLICE_NS: u64 = 100_000_000;
+
+/// Whether this kernel takes custom slices (6.12 and later); says why not when it does not.
+fn custom_slices() -> bool {
+    match linux::slice::probe_base_slice() {
+        Ok(Some(_)) => true,
+        Ok(None) => {
+            eprintln!("slices not checked: this kernel has no custom slices (before 6.12)");
+            false
+        }
+        Err(e) => {
+            eprintln!("slices not checked: {e}");
+            false
+        }
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("run")
@@ -166,11 +197,20 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
     // taskset sets the mask, then execs the loop.
     wait_for("taskset to pin", 10, || mask(pinned) == "0");
     let before = [mask(a), mask(b), mask(pinned)];
+    let slices_before = [slice(a), slice(b), slice(pinned)];
     let d = daemon(&dir, &[a, b, pinned], &[]);
     let d = Procs(vec![d]);
     wait_for("both workers homed", 30, || {
         mask(a) != before[0] && mask(b) != before[1]
     });
+    // Homed and never asleep: the policy gives them a long slice.
+    let slices = custom_slices();
+    if slices {
+        wait_for("both workers given the 100 ms slice", 30, || {
+            slice(a) == Some(SLICE_NS) && slice(b) == Some(SLICE_NS)
+        });
+        assert_eq!(slice(pinned), slices_before[2], "the pinned one's slice");
+    }
     let (ma, mb) = (mask(a), mask(b));
     assert_ne!(ma, mb, "workers share CPUs {ma}");
     assert!(["0", "1"].contains(&ma.as_str()) && ["0", "1"].contains(&mb.as_str()));
@@ -190,8 +230,20 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
         .filter(|p| !p["home"].as_array().expect("home").is_empty())
         .count();
     assert_eq!(homed, 2, "{json}");
+    if slices {
+        let sliced = r["processes"]
+            .as_array()
+            .expect("processes")
+            .iter()
+            .filter(|p| p["slice_ns"].as_u64() == Some(SLICE_NS))
+            .count();
+        assert_eq!(sliced, 2, "{json}");
+    }
     let table = ok(&["status", "--socket", &sock.to_string_lossy()]);
     assert!(table.contains("memory % by node"), "{table}");
+    if slices {
+        assert!(table.contains("100 ms"), "{table}");
+    }
     // SIGTERM: every changed mask goes back.
     let mut d = d;
     sigterm(&d.0[0]);
@@ -199,6 +251,11 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
     assert!(st.success(), "daemon exit {st:?}: {err}");
     assert!(err.contains("set home"), "{err}");
     assert_eq!([mask(a), mask(b), mask(pinned)], before);
+    assert_eq!([slice(a), slice(b), slice(pinned)], slices_before, "{err}");
+    if slices {
+        assert!(err.contains("set slice 100 ms"), "{err}");
+        assert!(err.contains("1 thread set to 100 ms"), "{err}");
+    }
     let j = std::fs::read_to_string(dir.join("journal.json")).expect("journal");
     assert!(
         j.contains("\"processes\": []") || j.contains("\"processes\":[]"),
@@ -218,12 +275,22 @@ fn after_a_crash_restore_gives_the_masks_back() {
     let procs = Procs(vec![busy(None)]);
     let a = procs.0[0].id();
     let before = mask(a);
+    let slice_before = slice(a);
     let mut d = Procs(vec![daemon(&dir, &[a], &[])]);
     wait_for("the worker homed", 30, || mask(a) != before);
+    let slices = custom_slices();
+    if slices {
+        wait_for("the worker given the slice", 30, || {
+            slice(a) == Some(SLICE_NS)
+        });
+    }
     // kill -9: no chance to restore.
     d.0[0].kill().expect("kill -9");
     let _ = d.0[0].wait();
     assert_ne!(mask(a), before);
+    if slices {
+        assert_eq!(slice(a), Some(SLICE_NS));
+    }
     let j = dir.join("journal.json").to_string_lossy().into_owned();
     ok(&[
         "run",
@@ -234,6 +301,50 @@ fn after_a_crash_restore_gives_the_masks_back() {
         &dir.join("empty.toml").to_string_lossy(),
     ]);
     assert_eq!(mask(a), before);
+    assert_eq!(slice(a), slice_before);
+    drop(procs);
+}
+
+/// A daemon killed after giving a worker its slice: the next one adopts the worker (home and
+/// slice, from the journal) and gives the default back on SIGTERM. (The policy may take the
+/// slice back in the new daemon's first decision and give it again in the next: its first
+/// reading of a process has no run-queue wait yet, so a busy loop that got half a CPU reads
+/// as sleeping half the time.)
+#[test]
+fn after_a_crash_the_next_daemon_adopts_the_slice_and_gives_it_back() {
+    if !can_run() || !custom_slices() {
+        return;
+    }
+    let _quiet = quiet();
+    let dir = scratch("adopt-slice");
+    let procs = Procs(vec![busy(None)]);
+    let a = procs.0[0].id();
+    let (mask_before, slice_before) = (mask(a), slice(a));
+    let mut d = Procs(vec![daemon(&dir, &[a], &[])]);
+    wait_for("the worker given the slice", 30, || {
+        slice(a) == Some(SLICE_NS)
+    });
+    d.0[0].kill().expect("kill -9");
+    let _ = d.0[0].wait();
+    let mut d = daemon(&dir, &[a], &["--intervals", "6"]);
+    let (st, err) = d.wait_with_output_ref();
+    assert!(st.success(), "{err}");
+    assert!(err.contains("adopted with home"), "{err}");
+    // Held from the journal: never a second slice on top of the first without a take-back.
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(&format!("pid {a}: ")) && l.contains("slice"))
+        .collect();
+    for pair in lines.windows(2) {
+        assert!(
+            !(pair[0].contains("set slice") && pair[1].contains("set slice")),
+            "{err}"
+        );
+    }
+    if let Some(first) = lines.first() {
+        assert!(first.contains("restore the kernel's slice"), "{err}");
+    }
+    assert_eq!((mask(a), slice(a)), (mask_before, slice_before), "{err}");
     drop(procs);
 }
 
@@ -247,12 +358,23 @@ fn dry_run_explains_and_changes_nothing() {
     let procs = Procs(vec![busy(None), busy(None)]);
     let (a, b) = (procs.0[0].id(), procs.0[1].id());
     let before = [mask(a), mask(b)];
+    let slices_before = [slice(a), slice(b)];
     let mut d = daemon(&dir, &[a, b], &["--dry-run", "--intervals", "8"]);
     let (st, err) = d.wait_with_output_ref();
     assert!(st.success(), "{err}");
     assert!(err.contains("would pid"), "{err}");
     assert!(err.contains("set home"), "{err}");
     assert_eq!([mask(a), mask(b)], before);
+    assert_eq!([slice(a), slice(b)], slices_before);
+    // The slice it would give is remembered as given: asked once per worker, not every
+    // interval.
+    for p in [a, b] {
+        let asked = err
+            .lines()
+            .filter(|l| l.contains(&format!("would pid {p}: set slice")))
+            .count();
+        assert!(asked <= 1, "pid {p} asked {asked} times: {err}");
+    }
     assert!(!dir.join("journal.json").exists());
     drop(procs);
 }

@@ -13,6 +13,15 @@
 //!   previous action on that process stopped), then move up to the asked bytes to the
 //!   destination with `move_pages` in batches of `batch_pages`. Skipped under fake NUMA, where
 //!   the pseudo-nodes share one real node.
+//! - **SetSlice**, all of one decision's together ([`Actuator::set_slices`]): measure the
+//!   kernel's base slice once (a kernel without custom slices skips them all, and says so
+//!   once in the log); check each process's start time; record the slice in its journal entry
+//!   (a process homenode did not home has none, and is not given a slice); store the journal
+//!   once; then give every thread the slice ([`crate::slice::set_threads_slice`]: threads of
+//!   another policy or with a slice someone else set keep theirs). `SetSlice` 0 gives the
+//!   threads at homenode's slice the kernel's default back and forgets the record (one store
+//!   for the decision). Slices do not depend on nodes: under fake NUMA they are set as on any
+//!   host, as homes are.
 //!
 //! In a dry run nothing is called and nothing is written: the outcome is [`Outcome::DryRun`].
 
@@ -21,11 +30,13 @@ use std::path::{Path, PathBuf};
 
 use topo::{CpuSet, NodeId};
 
+use crate::affinity::SystemAffinity;
 use crate::error::Error;
 use crate::journal::{self, Journal, JournalEntry};
 use crate::migrate::{self, MoveOptions};
-use crate::procfs::maps;
+use crate::procfs::{ProcDir, maps};
 use crate::sample::ProcessKey;
+use crate::slice::{self, SliceOps, SystemSlice};
 use crate::{Live, affinity};
 
 use super::config::MemoryConfig;
@@ -85,8 +96,36 @@ pub struct HomeRequest<'a> {
     pub kcpus: CpuSet,
 }
 
+/// One `SetSlice` of a decision for [`Actuator::set_slices`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceRequest {
+    pub key: ProcessKey,
+    /// The slice asked for, ns; 0 for the kernel's default.
+    pub slice_ns: u64,
+}
+
+/// The slice the daemon holds for a process after a `SetSlice`: the one the policy asked for
+/// (shown to the policy, so that it does not ask again), and whether its threads were given it
+/// (false on a kernel without custom slices, where nothing was changed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldSlice {
+    pub ns: u64,
+    pub given: bool,
+}
+
+/// Why slices are skipped on a kernel that has none.
+pub const NO_CUSTOM_SLICES: &str = "this kernel has no custom scheduling slices (a SCHED_OTHER \
+     thread reads sched_runtime 0; they came with Linux 6.12): nothing was changed";
+
+/// Where one `SetSlice` stands between the journal write and the threads.
+enum SliceStep {
+    /// Nothing (more) to do to threads: the outcome and the slice held.
+    Finished(Outcome, Option<HeldSlice>),
+    /// Its threads are to be set (or given the default back), through this handle.
+    Threads(ProcDir),
+}
+
 /// Applies actions.
-#[derive(Debug)]
 pub struct Actuator {
     pub root: PathBuf,
     pub journal_path: PathBuf,
@@ -94,6 +133,21 @@ pub struct Actuator {
     pub memory: MemoryConfig,
     /// Per process, the address where the last page search stopped.
     cursors: BTreeMap<ProcessKey, usize>,
+    /// Reading and setting threads' slices (the kernel's, or a fake in tests).
+    slice_ops: Box<dyn SliceOps + Send>,
+    /// Found once: the kernel has no custom slices.
+    no_custom_slices: bool,
+}
+
+impl std::fmt::Debug for Actuator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Actuator")
+            .field("root", &self.root)
+            .field("journal_path", &self.journal_path)
+            .field("dry_run", &self.dry_run)
+            .field("no_custom_slices", &self.no_custom_slices)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Actuator {
@@ -104,7 +158,20 @@ impl Actuator {
             dry_run,
             memory,
             cursors: BTreeMap::new(),
+            slice_ops: Box::new(SystemSlice),
+            no_custom_slices: false,
         }
+    }
+
+    /// The same, reading and setting slices with `ops` (tests).
+    pub fn with_slice_ops(mut self, ops: Box<dyn SliceOps + Send>) -> Self {
+        self.slice_ops = ops;
+        self
+    }
+
+    /// Whether the kernel was found to have no custom slices.
+    pub fn no_custom_slices(&self) -> bool {
+        self.no_custom_slices
     }
 
     /// Sets the homes of one decision, journal first: every process's originals and the mask
@@ -220,7 +287,12 @@ impl Actuator {
         };
         let mut one = Journal::new();
         one.record(entry);
-        let report = journal::restore(&one, &self.root);
+        let report = journal::restore_with(
+            &one,
+            &self.root,
+            &mut SystemAffinity,
+            self.slice_ops.as_mut(),
+        );
         let text = match report.outcomes.first() {
             Some((_, _, journal::RestoreOutcome::Failed { error })) => {
                 return Outcome::Failed(error.clone());
@@ -233,6 +305,178 @@ impl Actuator {
             Ok(()) => Outcome::Done(format!("restored: {text}")),
             Err(e) => Outcome::Failed(e.to_string()),
         }
+    }
+
+    /// Carries out one decision's `SetSlice`s (see the module documentation): the journal is
+    /// stored once before any thread is given a slice, and once after slices were taken back.
+    /// Returns, per request in order, the outcome and the slice the daemon now holds for the
+    /// process (`None`: none).
+    pub fn set_slices(
+        &mut self,
+        journal: &mut Journal,
+        reqs: &[SliceRequest],
+    ) -> Vec<(Outcome, Option<HeldSlice>)> {
+        let held = |ns: u64, given: bool| (ns > 0).then_some(HeldSlice { ns, given });
+        if self.dry_run {
+            return reqs
+                .iter()
+                .map(|r| (Outcome::DryRun, held(r.slice_ns, true)))
+                .collect();
+        }
+        let base = if reqs.iter().any(|r| r.slice_ns > 0) && !self.no_custom_slices {
+            match self.slice_ops.base_slice() {
+                Ok(Some(b)) => Ok(b),
+                Ok(None) => {
+                    self.no_custom_slices = true;
+                    tracing::warn!("{NO_CUSTOM_SLICES}; slices are skipped (said once)");
+                    Err(NO_CUSTOM_SLICES.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        } else {
+            Err(NO_CUSTOM_SLICES.to_string())
+        };
+        let mut out: Vec<SliceStep> = reqs
+            .iter()
+            .map(|r| self.journal_slice(journal, r, base.as_ref().copied()))
+            .collect();
+        let to_give =
+            |r: &SliceRequest, o: &SliceStep| r.slice_ns > 0 && matches!(o, SliceStep::Threads(_));
+        if reqs.iter().zip(&out).any(|(r, o)| to_give(r, o)) {
+            if let Err(e) = journal.store(&self.journal_path) {
+                let why = e.to_string();
+                for (r, o) in reqs.iter().zip(out.iter_mut()) {
+                    if to_give(r, o) {
+                        *o = SliceStep::Finished(Outcome::Failed(why.clone()), None);
+                    }
+                }
+            }
+        }
+        let mut taken_back = false;
+        let done: Vec<(Outcome, Option<HeldSlice>)> = reqs
+            .iter()
+            .zip(out)
+            .map(|(r, o)| match o {
+                SliceStep::Finished(o, h) => (o, h),
+                SliceStep::Threads(dir) if r.slice_ns > 0 => {
+                    let ours = journal
+                        .get(r.key)
+                        .and_then(|e| e.slice.as_ref())
+                        .map(journal::SliceApplied::ours)
+                        .unwrap_or_default();
+                    let base = base.as_ref().copied().unwrap_or(0);
+                    match slice::set_threads_slice(
+                        &dir,
+                        r.slice_ns,
+                        base,
+                        &ours,
+                        self.slice_ops.as_mut(),
+                    ) {
+                        Ok(Live::Alive(s)) => (Outcome::Done(s.describe()), held(r.slice_ns, true)),
+                        Ok(Live::Gone) => (Outcome::Skipped("the process exited".into()), None),
+                        // Some threads may have it: the journal says it is homenode's, so the
+                        // undo takes it back; not asked again meanwhile.
+                        Err(e) => (Outcome::Failed(e.to_string()), held(r.slice_ns, true)),
+                    }
+                }
+                SliceStep::Threads(dir) => {
+                    let ours = journal
+                        .get(r.key)
+                        .and_then(|e| e.slice.as_ref())
+                        .map(journal::SliceApplied::ours)
+                        .unwrap_or_default();
+                    match slice::restore_threads_slice(&dir, &ours, self.slice_ops.as_mut()) {
+                        Ok(Live::Alive(back)) => {
+                            journal.clear_slice(r.key);
+                            taken_back = true;
+                            (Outcome::Done(super::describe_slice_restore(&back)), None)
+                        }
+                        Ok(Live::Gone) => {
+                            journal.clear_slice(r.key);
+                            taken_back = true;
+                            (Outcome::Skipped("the process exited".into()), None)
+                        }
+                        // The record stays: the daemon's exit (or `--restore`) tries again.
+                        Err(e) => (Outcome::Failed(e.to_string()), None),
+                    }
+                }
+            })
+            .collect();
+        if taken_back {
+            // A record left on disk names slices no thread has any more: harmless.
+            if let Err(e) = journal.store(&self.journal_path) {
+                tracing::warn!("{e}");
+            }
+        }
+        done
+    }
+
+    /// The first half of one `SetSlice`: its outcome when nothing is to be done to threads,
+    /// else the process's directory, its threads to be set (the slice is then recorded in
+    /// `journal`, in memory) or taken back. `base` is the kernel's base slice, or why there is
+    /// none.
+    fn journal_slice(
+        &mut self,
+        journal: &mut Journal,
+        r: &SliceRequest,
+        base: Result<u64, &String>,
+    ) -> SliceStep {
+        let done = |o: Outcome, h: Option<HeldSlice>| SliceStep::Finished(o, h);
+        let held = |given: bool| {
+            (r.slice_ns > 0).then_some(HeldSlice {
+                ns: r.slice_ns,
+                given,
+            })
+        };
+        let recorded = journal.get(r.key).and_then(|e| e.slice.as_ref()).is_some();
+        if r.slice_ns > 0 {
+            if self.no_custom_slices {
+                // Held as asked, so that the policy does not ask again every interval.
+                return done(Outcome::Skipped(NO_CUSTOM_SLICES.into()), held(false));
+            }
+            if let Err(why) = base {
+                return done(
+                    Outcome::Failed(format!("the kernel's base slice is unknown: {why}")),
+                    held(false),
+                );
+            }
+            if journal.get(r.key).is_none() {
+                return done(
+                    Outcome::Skipped(
+                        "homenode gives slices only to processes it homed, and it has no home"
+                            .into(),
+                    ),
+                    None,
+                );
+            }
+        } else if !recorded {
+            let why = if self.no_custom_slices {
+                NO_CUSTOM_SLICES
+            } else {
+                "homenode gave it no slice: nothing to take back"
+            };
+            return done(Outcome::Skipped(why.into()), None);
+        }
+        let dir = match ProcDir::open(&self.root, r.key.pid).map(Live::alive) {
+            Ok(Some(d)) => d,
+            Ok(None) => return done(Outcome::Skipped("the process exited".into()), None),
+            Err(e) => return done(Outcome::Failed(e.to_string()), None),
+        };
+        match dir.stat() {
+            Ok(Live::Alive(st)) if st.starttime == r.key.starttime => {}
+            Ok(Live::Alive(_)) => {
+                return done(
+                    Outcome::Skipped("the PID now names another process".into()),
+                    None,
+                );
+            }
+            Ok(Live::Gone) => return done(Outcome::Skipped("the process exited".into()), None),
+            Err(e) => return done(Outcome::Failed(e.to_string()), None),
+        }
+        if r.slice_ns > 0 {
+            journal.set_slice(r.key, slice::kernel_slice(r.slice_ns));
+        }
+        SliceStep::Threads(dir)
     }
 
     /// Moves up to `bytes` of process `key`'s memory from topology node `from` to `to`.
@@ -440,6 +684,7 @@ mod tests {
                 unix_s: 0,
                 previous: Vec::new(),
             }),
+            slice: None,
         };
         // Captured again at a home change: the main thread and a new thread both have
         // homenode's mask; a third thread was pinned by its program to CPU 6.

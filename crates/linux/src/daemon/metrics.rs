@@ -10,7 +10,8 @@
 //! | `homenode_process_home` | pid, comm, node | 1 for each home node of a managed process |
 //! | `homenode_process_locality` | pid, comm | share of its memory on its home nodes (0..1) |
 //! | `homenode_process_cpus` | pid, comm | CPUs used |
-//! | `homenode_actions` (counter) | kind, outcome | actions taken |
+//! | `homenode_process_slice_seconds` | pid, comm | the scheduling slice homenode gave its threads (only processes that have one) |
+//! | `homenode_actions` (counter) | kind, outcome | actions taken (`set_home`, `clear_home`, `move_memory`, `set_slice`) |
 //! | `homenode_pages_moved` (counter) | | pages moved to their home |
 //! | `homenode_skipped_processes` (counter) | reason | candidates left alone |
 //! | `homenode_kernel_numa_events` | counter | `/proc/vmstat` `numa_*`, `pgmigrate_*` over the last interval |
@@ -41,31 +42,18 @@ fn l(pairs: &[(&str, String)]) -> Labels {
         .collect()
 }
 
-/// The OpenMetrics text of `r`.
-pub fn render(r: &StatusReport) -> String {
-    let mut reg = Registry::with_prefix("homenode");
-    let busy = FGauge::default();
-    let free = FGauge::default();
-    let homed = FGauge::default();
-    for n in &r.nodes {
-        let lb = l(&[("node", n.node.to_string())]);
-        busy.get_or_create(&lb).set(n.busy_cpus);
-        free.get_or_create(&lb).set(n.free_bytes as f64);
-        homed.get_or_create(&lb).set(n.homed as f64);
-    }
-    reg.register("node_busy_cpus", "CPUs busy over the last interval", busy);
-    reg.register("node_free_bytes", "Free memory of the node", free);
-    reg.register(
-        "node_homed_processes",
-        "Processes whose home includes the node",
-        homed,
-    );
+/// The per-process families: home, locality, CPUs, slice.
+fn register_processes(reg: &mut Registry, r: &StatusReport) {
     let home = FGauge::default();
     let locality = FGauge::default();
     let cpus = FGauge::default();
+    let slice = FGauge::default();
     for p in &r.processes {
         let who = [("pid", p.pid.to_string()), ("comm", p.comm.clone())];
         cpus.get_or_create(&l(&who)).set(p.cpu_use);
+        if p.slice_ns > 0 {
+            slice.get_or_create(&l(&who)).set(p.slice_ns as f64 / 1e9);
+        }
         for &h in &p.home {
             let mut lb = l(&who);
             lb.push(("node".into(), h.to_string()));
@@ -88,6 +76,33 @@ pub fn render(r: &StatusReport) -> String {
         locality,
     );
     reg.register("process_cpus", "CPUs used by the process", cpus);
+    reg.register(
+        "process_slice_seconds",
+        "The scheduling slice homenode gave the process's threads",
+        slice,
+    );
+}
+
+/// The OpenMetrics text of `r`.
+pub fn render(r: &StatusReport) -> String {
+    let mut reg = Registry::with_prefix("homenode");
+    let busy = FGauge::default();
+    let free = FGauge::default();
+    let homed = FGauge::default();
+    for n in &r.nodes {
+        let lb = l(&[("node", n.node.to_string())]);
+        busy.get_or_create(&lb).set(n.busy_cpus);
+        free.get_or_create(&lb).set(n.free_bytes as f64);
+        homed.get_or_create(&lb).set(n.homed as f64);
+    }
+    reg.register("node_busy_cpus", "CPUs busy over the last interval", busy);
+    reg.register("node_free_bytes", "Free memory of the node", free);
+    reg.register(
+        "node_homed_processes",
+        "Processes whose home includes the node",
+        homed,
+    );
+    register_processes(&mut reg, r);
     let actions = Family::<Labels, Counter>::default();
     for (k, v) in &r.counters.actions {
         let (kind, outcome) = k.split_once('/').unwrap_or((k, ""));
@@ -298,6 +313,7 @@ mod tests {
             cpu_use: 1.5,
             home: vec![1],
             memory_pct: vec![25.0, 75.0],
+            slice_ns: 100_000_000,
             ..ProcessStatus::default()
         });
         r.counters.actions.insert("set_home/done".into(), 3);
@@ -316,6 +332,7 @@ mod tests {
             "homenode_node_busy_cpus{node=\"1\"} 2.5",
             "homenode_process_home{pid=\"42\",comm=\"db\",node=\"1\"} 1",
             "homenode_process_locality{pid=\"42\",comm=\"db\"} 0.75",
+            "homenode_process_slice_seconds{pid=\"42\",comm=\"db\"} 0.1",
             "homenode_actions_total{kind=\"set_home\",outcome=\"done\"} 3",
             "homenode_pages_moved_total 512",
             "homenode_skipped_processes_total{reason=\"realtime\"} 2",

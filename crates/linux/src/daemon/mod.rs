@@ -8,7 +8,7 @@
 //!  /proc/stat, nodeN/meminfo ──► NodeViews      ProcessViews + exclusion verdicts
 //!                                     └──────► Snapshot ──► policy.decide ──► actions
 //!                                                                               │
-//!                           journal first, then sched_setaffinity / move_pages ◄┘
+//!        journal first, then sched_setaffinity / sched_setattr / move_pages ◄┘
 //!                                                                               │
 //!                         status table (Unix socket), metrics (loopback HTTP) ◄─┘
 //! ```
@@ -19,13 +19,14 @@
 //!   real-time thread, is released (its threads still at homenode's mask go back to their
 //!   originals) and never touched again;
 //! - every change is journaled before it is made ([`apply`]); on SIGTERM/SIGINT
-//!   [`Daemon::shutdown`] restores every journaled process; after a crash the next start
-//!   adopts the processes whose masks are still homenode's and restores the rest (or restores
-//!   all, `on_start = "restore"`);
+//!   [`Daemon::shutdown`] restores every journaled process (masks, and the kernel's default
+//!   slice for threads at homenode's); after a crash the next start adopts the processes
+//!   whose masks are still homenode's and restores the rest (or restores all,
+//!   `on_start = "restore"`);
 //! - one daemon at a time: an exclusive lock on `JOURNAL.lock`;
 //! - `--dry-run` journals nothing and calls nothing: each decision is logged with its reason,
-//!   and the homes it would have set are kept in memory so that the next decisions are those
-//!   the daemon would really take.
+//!   and the homes and slices it would have set are kept in memory so that the next decisions
+//!   are those the daemon would really take.
 
 pub mod apply;
 pub mod config;
@@ -55,7 +56,7 @@ use crate::procfs::cpustat::{self, CpuTimes};
 use crate::sample::ProcessKey;
 use crate::{Live, affinity};
 
-pub use apply::{Actuator, HomeRequest, Outcome};
+pub use apply::{Actuator, HeldSlice, HomeRequest, Outcome, SliceRequest};
 pub use config::{ConfigError, DaemonConfig, OnStart};
 pub use host::{Host, HostError};
 pub use reload::ReloadReport;
@@ -125,6 +126,9 @@ pub struct Daemon {
     actuator: Actuator,
     /// Home nodes and kernel CPU mask of each managed process (in a dry run: would-be).
     homes: BTreeMap<ProcessKey, (Vec<NodeId>, CpuSet)>,
+    /// The scheduling slice held for each process that has one (in a dry run: would-be; on
+    /// a kernel without custom slices: asked for, not given).
+    slices: BTreeMap<ProcessKey, HeldSlice>,
     /// Never to be touched again, with why.
     never: BTreeMap<ProcessKey, String>,
     /// Last action and outcome per process, for the status table.
@@ -184,6 +188,7 @@ impl Daemon {
             journal,
             actuator,
             homes: BTreeMap::new(),
+            slices: BTreeMap::new(),
             never: BTreeMap::new(),
             last: BTreeMap::new(),
             counted: BTreeSet::new(),
@@ -243,6 +248,16 @@ impl Daemon {
                             .collect();
                         tracing::info!("pid {}: adopted with home {:?}", key.pid, nodes);
                         self.homes.insert(key, (nodes, a.cpus.clone()));
+                        // Its slice too: the policy then keeps it or asks for the default.
+                        if let Some(s) = &e.slice {
+                            self.slices.insert(
+                                key,
+                                HeldSlice {
+                                    ns: s.ns,
+                                    given: true,
+                                },
+                            );
+                        }
                         continue;
                     }
                 }
@@ -259,8 +274,8 @@ impl Daemon {
         Ok(())
     }
 
-    /// What the policy sees of the candidates: their views with the homes this daemon gave
-    /// them, and processes it must never touch marked to be left alone.
+    /// What the policy sees of the candidates: their views with the homes and slices this
+    /// daemon gave them, and processes it must never touch marked to be left alone.
     fn views(&self, cands: &[snapshot::Candidate]) -> Vec<policy::ProcessView> {
         let mut views: Vec<_> = cands.iter().map(|c| c.view.clone()).collect();
         for v in &mut views {
@@ -276,6 +291,7 @@ impl Daemon {
                 .get(&key)
                 .map(|(h, _)| h.clone())
                 .unwrap_or_default();
+            v.slice_ns = self.slices.get(&key).map_or(0, |s| s.ns);
         }
         views
     }
@@ -334,6 +350,7 @@ impl Daemon {
         self.prev_vmstat = Some(vmstat);
         let known = snapshot::Known {
             homes: &self.homes,
+            slices: &self.slices,
             never: &self.never,
             applied_masks: !self.cfg.dry_run,
         };
@@ -366,19 +383,7 @@ impl Daemon {
             .lock()
             .map(|s| s.counters.clone())
             .unwrap_or_default();
-        let mut homed = self.set_homes(&actions).into_iter();
-        for a in actions {
-            let t = Instant::now();
-            let done = match a {
-                Action::SetHome { .. } => homed.next(),
-                _ => None,
-            };
-            let outcome = self.apply(&a, done, &mut counters);
-            if matches!(a, Action::MoveMemory { .. }) {
-                report.move_wall_s += t.elapsed().as_secs_f64();
-            }
-            report.actions.push((a, outcome));
-        }
+        self.apply_all(actions, &mut counters, &mut report);
         counters.scan_errors += sample.full.errors.len() as u64;
         self.intervals += 1;
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
@@ -388,6 +393,32 @@ impl Daemon {
             s.kernel_numa = kernel_numa;
         }
         Ok(report)
+    }
+
+    /// Carries out a decision: its `SetHome`s together, then its `SetSlice`s together, then
+    /// every action in order (counted, logged, remembered; the memory moves timed).
+    fn apply_all(
+        &mut self,
+        actions: Vec<Action>,
+        counters: &mut status::Counters,
+        report: &mut IntervalReport,
+    ) {
+        let homed = self.set_homes(&actions);
+        let mut sliced = self.set_slices(&actions, &homed).into_iter();
+        let mut homed = homed.into_iter();
+        for a in actions {
+            let t = Instant::now();
+            let done = match a {
+                Action::SetHome { .. } => Done::Home(homed.next()),
+                Action::SetSlice { .. } => Done::Slice(sliced.next()),
+                _ => Done::Nothing,
+            };
+            let outcome = self.apply(&a, done, counters);
+            if matches!(a, Action::MoveMemory { .. }) {
+                report.move_wall_s += t.elapsed().as_secs_f64();
+            }
+            report.actions.push((a, outcome));
+        }
     }
 
     /// Sets the homes of the decision's `SetHome` actions together ([`Actuator::set_homes`]:
@@ -410,20 +441,86 @@ impl Daemon {
         self.actuator.set_homes(&mut self.journal, &reqs)
     }
 
-    /// Carries out action `a` (a `SetHome` was carried out already: `homed` is its result),
-    /// then counts, logs and remembers the outcome.
-    fn apply(
+    /// Gives (or takes back) the slices of the decision's `SetSlice` actions together
+    /// ([`Actuator::set_slices`]: one journal write before any thread is changed). A process
+    /// whose `SetHome` in the same decision was not carried out gets none. `homed` holds the
+    /// results of the decision's `SetHome`s, in order; the results are in the `SetSlice`s'
+    /// order.
+    fn set_slices(
         &mut self,
-        a: &Action,
-        homed: Option<(Outcome, Option<CpuSet>)>,
-        counters: &mut status::Counters,
-    ) -> Outcome {
+        actions: &[Action],
+        homed: &[(Outcome, Option<CpuSet>)],
+    ) -> Vec<(Outcome, Option<HeldSlice>)> {
+        let key = |a: &Action| ProcessKey {
+            pid: a.pid(),
+            starttime: a.start_time(),
+        };
+        let not_homed: BTreeSet<ProcessKey> = actions
+            .iter()
+            .filter(|a| matches!(a, Action::SetHome { .. }))
+            .zip(homed)
+            .filter(|(_, (o, _))| !matches!(o, Outcome::Done(_) | Outcome::DryRun))
+            .map(|(a, _)| key(a))
+            .collect();
+        let mut out: Vec<Option<(Outcome, Option<HeldSlice>)>> = Vec::new();
+        let mut reqs = Vec::new();
+        for a in actions {
+            let Action::SetSlice { slice_ns, .. } = a else {
+                continue;
+            };
+            if *slice_ns > 0 && not_homed.contains(&key(a)) {
+                out.push(Some((
+                    Outcome::Skipped("its home was not set in this decision".into()),
+                    None,
+                )));
+            } else {
+                out.push(None);
+                reqs.push(SliceRequest {
+                    key: key(a),
+                    slice_ns: *slice_ns,
+                });
+            }
+        }
+        let mut done = self
+            .actuator
+            .set_slices(&mut self.journal, &reqs)
+            .into_iter();
+        out.into_iter()
+            .map(|o| {
+                o.or_else(|| done.next())
+                    .unwrap_or_else(|| (Outcome::Failed("not carried out".into()), None))
+            })
+            .collect()
+    }
+
+    /// Gives every thread at a slice of homenode's the kernel's default back and forgets the
+    /// slices held, logging each process with `why`.
+    fn take_back_slices(&mut self, why: &str) {
+        let reqs: Vec<SliceRequest> = self
+            .slices
+            .keys()
+            .map(|&key| SliceRequest { key, slice_ns: 0 })
+            .collect();
+        let out = self.actuator.set_slices(&mut self.journal, &reqs);
+        for (r, (o, _)) in reqs.iter().zip(out) {
+            tracing::info!(target: "homenode::decision", "pid {}: slice taken back ({why}) -> {o}", r.key.pid);
+        }
+        self.slices.clear();
+    }
+
+    /// Carries out action `a` (a `SetHome` or `SetSlice` was carried out already: `done` is
+    /// its result), then counts, logs and remembers the outcome.
+    fn apply(&mut self, a: &Action, done: Done, counters: &mut status::Counters) -> Outcome {
         let key = ProcessKey {
             pid: a.pid(),
             starttime: a.start_time(),
         };
         let outcome = match a {
             Action::SetHome { nodes, .. } => {
+                let homed = match done {
+                    Done::Home(h) => h,
+                    _ => None,
+                };
                 let (o, mask) =
                     homed.unwrap_or_else(|| (Outcome::Failed("not carried out".into()), None));
                 match (&o, mask) {
@@ -443,7 +540,9 @@ impl Daemon {
             Action::ClearHome { .. } => {
                 let o = self.actuator.clear_home(&mut self.journal, key);
                 if !matches!(o, Outcome::Failed(_)) {
+                    // The restore gave its threads the default slice back too.
                     self.homes.remove(&key);
+                    self.slices.remove(&key);
                 }
                 o
             }
@@ -458,7 +557,19 @@ impl Daemon {
                 counters.bytes_moved += m.bytes_moved;
                 o
             }
-            Action::SetSlice { .. } => Outcome::Skipped("slices are not applied yet".into()),
+            Action::SetSlice { .. } => {
+                let sliced = match done {
+                    Done::Slice(s) => s,
+                    _ => None,
+                };
+                let (o, held) =
+                    sliced.unwrap_or_else(|| (Outcome::Failed("not carried out".into()), None));
+                match held {
+                    Some(h) => self.slices.insert(key, h),
+                    None => self.slices.remove(&key),
+                };
+                o
+            }
         };
         *counters
             .actions
@@ -496,6 +607,8 @@ impl Daemon {
             self.journal.remove(k);
             self.last.remove(&k);
         }
+        // Its threads are gone with it: nothing to give back.
+        self.slices.retain(|k, _| alive.contains(k));
         self.never.retain(|k, _| alive.contains(k));
         self.last.retain(|k, _| alive.contains(k));
         self.counted.retain(|k| alive.contains(k));
@@ -564,9 +677,10 @@ impl Daemon {
         }
     }
 
-    /// Restores what is still homenode's of process `key` and forgets it.
+    /// Restores what is still homenode's of process `key` (masks and slices) and forgets it.
     fn release(&mut self, key: ProcessKey) {
         self.homes.remove(&key);
+        self.slices.remove(&key);
         if self.cfg.dry_run || self.journal.get(key).is_none() {
             return;
         }
@@ -630,6 +744,11 @@ impl Daemon {
                         .get(&c.key)
                         .map(|(h, _)| h.clone())
                         .unwrap_or_default(),
+                    slice_ns: self
+                        .slices
+                        .get(&c.key)
+                        .filter(|s| s.given)
+                        .map_or(0, |s| s.ns),
                     time_pct: v.node_runtime.iter().map(|s| s * 100.0).collect(),
                     memory_pct: if rss > 0 {
                         v.node_bytes
@@ -658,6 +777,7 @@ impl Daemon {
             s.uptime_s = self.started.elapsed().as_secs_f64();
             s.last_cpu_ms = report.cpu_s * 1000.0;
             s.last_wall_ms = report.wall_s * 1000.0;
+            s.no_custom_slices = self.actuator.no_custom_slices();
             s.processes_seen = seen;
             s.candidates = cands.len();
             s.nodes = nodes;
@@ -665,8 +785,9 @@ impl Daemon {
         }
     }
 
-    /// Gives every journaled process back its original affinity and drops the finished
-    /// entries from the journal (a dry run has nothing to undo).
+    /// Gives every journaled process back its original affinity (and the kernel's default
+    /// slice to threads at homenode's) and drops the finished entries from the journal (a dry
+    /// run has nothing to undo).
     pub fn shutdown(mut self) -> Result<RestoreReport, DaemonError> {
         if self.cfg.dry_run {
             return Ok(RestoreReport::default());
@@ -708,9 +829,16 @@ fn log_restore(r: &RestoreReport) {
                 threads_unchanged,
                 changed_by_others,
                 threads_gone,
-            } => format!(
-                "restored {threads_restored} threads ({threads_unchanged} already at their original mask, {changed_by_others} changed by someone else and left so, {threads_gone} gone)"
-            ),
+                slice,
+            } => {
+                let mut s = format!(
+                    "restored {threads_restored} threads ({threads_unchanged} already at their original mask, {changed_by_others} changed by someone else and left so, {threads_gone} gone)"
+                );
+                if let Some(sl) = slice {
+                    s.push_str(&format!("; {}", describe_slice_restore(sl)));
+                }
+                s
+            }
             O::Gone => "exited: nothing to restore".into(),
             O::PidReused { starttime_now } => {
                 format!("PID reused (start time now {starttime_now}): not touched")
@@ -719,6 +847,14 @@ fn log_restore(r: &RestoreReport) {
         };
         tracing::info!("pid {} ({comm}): {what}", k.pid);
     }
+}
+
+/// What a restore did to a process's slices, for the log and the status table.
+pub fn describe_slice_restore(r: &crate::slice::SliceRestored) -> String {
+    format!(
+        "{} threads given the kernel's default slice back ({} at another slice left so, {} gone)",
+        r.restored, r.left, r.gone
+    )
 }
 
 /// Takes the exclusive lock `JOURNAL.lock`, creating the journal's directory (mode 0700).
@@ -771,6 +907,14 @@ pub fn restore_only(journal_path: &Path, root: &Path) -> Result<RestoreReport, D
     }
     j.store(journal_path)?;
     Ok(r)
+}
+
+/// What a `SetHome` or `SetSlice` of a decision gave, carried out before the decision's
+/// actions are taken one by one.
+enum Done {
+    Home(Option<(Outcome, Option<CpuSet>)>),
+    Slice(Option<(Outcome, Option<HeldSlice>)>),
+    Nothing,
 }
 
 /// What [`run`] did.

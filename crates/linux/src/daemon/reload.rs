@@ -7,7 +7,9 @@
 //! a restart. Everything else applies from the next interval: the interval, the policy and
 //! its placement settings (a new policy object, so what it remembered is dropped), the scan,
 //! memory and rule settings. A process already homed that the new rules leave out is
-//! released at the next interval, as when it is excluded any other way.
+//! released at the next interval, as when it is excluded any other way. Another policy (a new
+//! `policy`, not new parameters of the same one) starts without slices: every slice the
+//! daemon gave is taken back at once.
 
 use super::{Daemon, DaemonConfig, DaemonError};
 
@@ -61,6 +63,11 @@ impl Daemon {
             self.policy =
                 policy::build(&new.policy, &new.placement).map_err(DaemonError::Policy)?;
         }
+        // Homes stay and are judged by the new policy; slices are taken back, since another
+        // policy may never look at them (it asks again if it wants them).
+        if new.policy != old.policy {
+            self.take_back_slices(&format!("the policy is now {}", new.policy));
+        }
         self.actuator.memory = new.memory.clone();
         if let Ok(mut s) = self.status.lock() {
             s.policy = new.policy.clone();
@@ -110,6 +117,38 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::ProcessKey;
+
+    /// Another policy may never look at slices: they are taken back when the policy changes,
+    /// and kept when only its parameters do.
+    #[test]
+    fn another_policy_starts_without_slices() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/multinode-4n");
+        let cfg = DaemonConfig {
+            dry_run: true,
+            root,
+            ..DaemonConfig::default()
+        };
+        let mut d = Daemon::start(cfg.clone()).expect("start");
+        let key = ProcessKey {
+            pid: 1000,
+            starttime: 5000,
+        };
+        let held = super::super::HeldSlice {
+            ns: 100_000_000,
+            given: true,
+        };
+        d.slices.insert(key, held);
+        let mut same = cfg.clone();
+        same.placement.homenode.slice_ms = 50.0;
+        d.reload(same.clone()).expect("reload");
+        assert_eq!(d.slices.get(&key), Some(&held), "same policy: kept");
+        let mut other = same;
+        other.policy = "numad".into();
+        d.reload(other).expect("reload");
+        assert!(d.slices.is_empty());
+    }
 
     #[test]
     fn diff_names_nested_keys_and_unset_values() {

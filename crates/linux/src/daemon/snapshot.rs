@@ -13,6 +13,9 @@
 //!   process (`memory_sampled_ns` says when). Under fake NUMA, spread evenly.
 //! - `allowed_cpus` / `allowed_nodes`: from the exclusion verdict (cpuset, isolated CPUs).
 //! - `home`: the home homenode gave it (or, in a dry run, would have given it).
+//! - `slice_ns`: the scheduling slice homenode gave its threads (in a dry run, would have
+//!   given; on a kernel without custom slices, the one asked for, so that the policy does not
+//!   ask again every interval); 0 when none.
 //! - `leave_alone`: the verdict says leave it, or an earlier action on it failed for good.
 //! - `numa`: the main thread's `sched` (`numa_preferred_nid`, and its `numa_faults` lines
 //!   summed by node), the kernel's NUMA balancing hint for the policy.
@@ -28,6 +31,7 @@ use topo::{CpuSet, NodeId};
 use crate::exclude::{self, Rules, Verdict};
 use crate::sample::{ProcessKey, ProcessSample};
 
+use super::apply::HeldSlice;
 use super::host::Host;
 use super::sampler::{Sample, rate_of};
 
@@ -45,6 +49,8 @@ pub struct Candidate {
 pub struct Known<'a> {
     /// Home nodes (topology) and the kernel CPU mask applied (or, dry run, that would be).
     pub homes: &'a BTreeMap<ProcessKey, (Vec<NodeId>, CpuSet)>,
+    /// Slices held per process (given, would be given, or asked for on a kernel without them).
+    pub slices: &'a BTreeMap<ProcessKey, HeldSlice>,
     /// Processes never to be touched again, with why.
     pub never: &'a BTreeMap<ProcessKey, String>,
     /// Masks really applied (None in a dry run: nothing was).
@@ -139,6 +145,7 @@ fn candidate(
     view.allowed_cpus = host.topo_cpus(&cpus);
     view.allowed_nodes = nodes;
     view.home = home.map(|(h, _)| h.clone()).unwrap_or_default();
+    view.slice_ns = known.slices.get(&key).map_or(0, |s| s.ns);
     view.leave_alone = !verdict.is_manage() || known.never.contains_key(&key);
     view.numa = p.sched.as_ref().map(|s| ProcessNumaStats {
         preferred_node: s.numa_preferred_nid.and_then(|k| host.topo_node(k)),

@@ -41,6 +41,10 @@ pub struct ProcessStatus {
     pub cpu_use: f64,
     /// Home nodes (empty: none).
     pub home: Vec<usize>,
+    /// The scheduling slice homenode gave its threads, ns (in a dry run: would give); 0 when
+    /// none.
+    #[serde(default)]
+    pub slice_ns: u64,
     /// Percent of its CPU time per node over the last interval.
     pub time_pct: Vec<f64>,
     /// Percent of its own memory per node (empty when not read).
@@ -83,6 +87,10 @@ pub struct StatusReport {
     /// Wall time of the last interval's work, ms (more than the interval: it overran).
     #[serde(default)]
     pub last_wall_ms: f64,
+    /// The kernel was found to have no custom scheduling slices (before Linux 6.12): the
+    /// policy's slices are skipped.
+    #[serde(default)]
+    pub no_custom_slices: bool,
     /// Processes read in the light pass, and candidates read closely.
     pub processes_seen: usize,
     pub candidates: usize,

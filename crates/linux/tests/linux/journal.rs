@@ -11,7 +11,7 @@ use linux::sample::ProcessKey;
 use linux::{JournalError, Live, SysError, Tid};
 use topo::CpuSet;
 
-use crate::common::{assert_names_file, fixture, set};
+use crate::common::{FakeSlices, assert_names_file, fair, fixture, set};
 
 /// Affinity calls on a table instead of the kernel, recording every set.
 #[derive(Default)]
@@ -54,6 +54,7 @@ fn entry(pid: u32, starttime: u64, threads: Vec<ThreadOriginal>) -> JournalEntry
         default_cpus: set("0-15"),
         threads,
         applied: None,
+        slice: None,
     }
 }
 
@@ -226,7 +227,7 @@ fn restore_rules_on_a_fixture_tree() {
     ops.masks.insert(1003, set("9")); // someone else's since: leave
     ops.masks.insert(1300, set("0-3")); // the new process at PID 1300: never touched
 
-    let report = restore_with(&j, &root, &mut ops);
+    let report = restore_with(&j, &root, &mut ops, &mut FakeSlices::default());
     assert_eq!(
         ops.sets,
         vec![(1000, set("0-15")), (1002, set("0-15"))],
@@ -244,7 +245,8 @@ fn restore_rules_on_a_fixture_tree() {
             threads_restored: 2,
             threads_unchanged: 1,
             changed_by_others: 1,
-            threads_gone: 0
+            threads_gone: 0,
+            slice: None,
         }
     );
     assert_eq!(
@@ -271,7 +273,7 @@ fn restore_without_applied_touches_nothing_and_failures_are_kept() {
     let mut ops = FakeAffinity::default();
     ops.masks.insert(1200, set("8"));
     ops.masks.insert(1201, set("8-11"));
-    let report = restore_with(&j, &root, &mut ops);
+    let report = restore_with(&j, &root, &mut ops, &mut FakeSlices::default());
     assert!(ops.sets.is_empty());
     assert_eq!(
         report.outcomes[0].2,
@@ -279,7 +281,8 @@ fn restore_without_applied_touches_nothing_and_failures_are_kept() {
             threads_restored: 0,
             threads_unchanged: 1,
             changed_by_others: 1,
-            threads_gone: 0
+            threads_gone: 0,
+            slice: None,
         }
     );
 
@@ -297,7 +300,7 @@ fn restore_without_applied_touches_nothing_and_failures_are_kept() {
             unreachable!()
         }
     }
-    let report = restore_with(&j, &root, &mut Denied);
+    let report = restore_with(&j, &root, &mut Denied, &mut FakeSlices::default());
     assert!(
         matches!(&report.outcomes[0].2, RestoreOutcome::Failed { error } if error.contains("permission denied"))
     );
@@ -354,7 +357,7 @@ fn restore_after_a_crash_during_a_change_of_home_takes_back_the_old_mask_too() {
     ops.masks.insert(1001, set("12")); // someone else's: left
     ops.masks.insert(1002, set("0-15")); // born after the recording, at the default
     ops.masks.insert(1003, set("0-15"));
-    let report = restore_with(&j, &root, &mut ops);
+    let report = restore_with(&j, &root, &mut ops, &mut FakeSlices::default());
     assert_eq!(ops.sets, vec![(1000, set("0-15"))]);
     assert_eq!(
         report.outcomes[0].2,
@@ -362,7 +365,8 @@ fn restore_after_a_crash_during_a_change_of_home_takes_back_the_old_mask_too() {
             threads_restored: 1,
             threads_unchanged: 2,
             changed_by_others: 1,
-            threads_gone: 0
+            threads_gone: 0,
+            slice: None,
         }
     );
 
@@ -373,7 +377,7 @@ fn restore_after_a_crash_during_a_change_of_home_takes_back_the_old_mask_too() {
         ops.masks.insert(tid, set("0-15"));
     }
     ops.masks.insert(1000, set("0-3"));
-    restore_with(&j, &root, &mut ops);
+    restore_with(&j, &root, &mut ops, &mut FakeSlices::default());
     assert!(ops.sets.is_empty(), "{:?}", ops.sets);
 }
 
@@ -449,4 +453,63 @@ fn restore_refuses_untrusted_journal_places() {
     assert!(e.to_string().contains("mode 0666"), "{e}");
     fs::set_permissions(&journal, fs::Permissions::from_mode(0o600)).expect("chmod");
     linux::daemon::restore_only(&journal, &root).expect("a trusted empty journal restores");
+}
+
+/// A journal that records a slice, stored, then read back after a "crash": the restore gives
+/// the kernel's default slice back to every fair thread at one of homenode's slices (a thread
+/// born since included) and to no other.
+#[test]
+fn a_stored_slice_is_taken_back_by_the_next_restore() {
+    let root = fixture("multinode-4n");
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("journal.json");
+    let mut j = Journal::new();
+    j.record(entry(
+        1000,
+        5000,
+        vec![thread(1000, 5000, "0-15"), thread(1001, 5010, "0-15")],
+    ));
+    j.set_applied(key(1000, 5000), set("8-11"), set("2"));
+    assert!(j.set_slice(key(1000, 5000), 50_000_000));
+    assert!(j.set_slice(key(1000, 5000), 100_000_000));
+    j.store(&path).expect("store");
+    drop(j);
+
+    let j = Journal::load(&path).expect("load");
+    let mut ops = FakeAffinity::default();
+    for t in [1000, 1001, 1002, 1003] {
+        ops.masks.insert(t, set("8-11"));
+    }
+    let base = 1_400_000;
+    let mut slices = FakeSlices::with_threads(base, &[1000, 1001, 1002, 1003]);
+    slices.attrs.insert(1000, fair(100_000_000)); // ours
+    slices.attrs.insert(1001, fair(50_000_000)); // ours, from before a change of slice_ms
+    slices.attrs.insert(1002, fair(100_000_000)); // born since, inherited ours
+    slices.attrs.insert(
+        1003,
+        linux::slice::SchedAttr {
+            policy: 1, // made real-time by its owner since: not ours to change
+            priority: 5,
+            ..linux::slice::SchedAttr::default()
+        },
+    );
+    let report = restore_with(&j, &root, &mut ops, &mut slices);
+    match &report.outcomes[0].2 {
+        RestoreOutcome::Restored {
+            threads_restored: 4,
+            slice: Some(s),
+            ..
+        } => assert_eq!((s.restored, s.left, s.gone), (3, 1, 0)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(report.slices_restored(), 3);
+    for t in [1000, 1001, 1002] {
+        assert_eq!(slices.slice_of(t), base, "thread {t}");
+    }
+    assert_eq!(slices.attrs[&1003].policy, 1);
+    // Restored twice: nothing more to do.
+    slices.sets.clear();
+    let again = restore_with(&j, &root, &mut ops, &mut slices);
+    assert_eq!(again.slices_restored(), 0);
+    assert!(slices.sets.is_empty());
 }

@@ -12,6 +12,7 @@ use linux::migrate::{self, MoveOptions, PageStatus};
 use linux::procfs::ProcDir;
 use linux::rates::{CpuNodeMap, rates};
 use linux::sample::{NumaMapsSelect, clock_ticks_per_second};
+use linux::slice::{self, SystemSlice};
 use linux::{Live, ScanOptions, Scanner, SysError, journal, sysfs};
 use topo::CpuSet;
 
@@ -34,8 +35,13 @@ struct Sleeper(Child);
 
 impl Sleeper {
     fn start() -> Sleeper {
-        let child = Command::new("sleep")
-            .arg("30")
+        Sleeper::start_as(&["sleep", "30"])
+    }
+
+    /// `argv`, which must end by exec'ing `sleep`.
+    fn start_as(argv: &[&str]) -> Sleeper {
+        let child = Command::new(argv[0])
+            .args(&argv[1..])
             .stdin(Stdio::null())
             .spawn()
             .expect("spawn sleep");
@@ -198,6 +204,75 @@ fn child_process_affinity_and_journal_restore() {
         report.outcomes[0].2,
         journal::RestoreOutcome::Gone | journal::RestoreOutcome::PidReused { .. }
     ));
+}
+
+/// The slice of a child's threads through the real `sched_setattr`, journal first, and back
+/// through the journal's restore. Skipped (with the reason printed) only on a kernel without
+/// custom slices (before 6.12). A sleeping child: nothing here needs CPU time.
+#[test]
+fn child_process_slice_set_read_back_and_restored() {
+    let base = match slice::probe_base_slice().expect("measuring the base slice") {
+        Some(b) => b,
+        None => {
+            eprintln!(
+                "skipped: this kernel has no custom scheduling slices (a SCHED_OTHER thread \
+                 reads sched_runtime 0: Linux before 6.12)"
+            );
+            return;
+        }
+    };
+    // At nice 3 and SCHED_BATCH: both must survive the slice and its undo.
+    let child = Sleeper::start_as(&["chrt", "-b", "0", "nice", "-n", "3", "sleep", "30"]);
+    let pid = child.pid();
+    let before = slice::get_attr(pid).expect("get").expect_alive("child");
+    eprintln!("base slice {base} ns; child {pid} before: {before} ({before:?})");
+    assert_eq!(before.policy, slice::SCHED_BATCH);
+    assert_eq!(before.nice, 3);
+    assert_eq!(before.runtime_ns, base, "a new process has the base slice");
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("journal.json");
+    let mut j = journal::Journal::new();
+    let entry = journal::capture(root(), pid)
+        .expect("capture")
+        .expect_alive("child");
+    let key = entry.key();
+    j.record(entry);
+    assert!(j.set_slice(key, 100_000_000));
+    j.store(&path).expect("store");
+    let proc_dir = ProcDir::open(root(), pid)
+        .expect("open")
+        .expect_alive("child");
+    let done = slice::set_threads_slice(
+        &proc_dir,
+        100_000_000,
+        base,
+        &[100_000_000],
+        &mut SystemSlice,
+    )
+    .expect("set")
+    .expect_alive("child");
+    assert_eq!((done.set, done.own_slice), (1, 0), "{done:?}");
+    let after = slice::get_attr(pid).expect("get").expect_alive("child");
+    eprintln!("after set_threads_slice: {after} ({})", done.describe());
+    assert_eq!(after.runtime_ns, 100_000_000);
+    assert_eq!((after.policy, after.nice), (before.policy, before.nice));
+    let sched = std::fs::read_to_string(format!("/proc/{pid}/sched")).unwrap_or_default();
+    if let Some(line) = sched.lines().find(|l| l.starts_with("se.slice")) {
+        eprintln!("/proc/{pid}/sched: {line}");
+        assert!(line.ends_with(" 100000000"), "{line}");
+    }
+
+    let j = journal::Journal::load(&path).expect("load");
+    let report = journal::restore(&j, root());
+    assert_eq!(report.slices_restored(), 1, "{report:?}");
+    let back = slice::get_attr(pid).expect("get").expect_alive("child");
+    eprintln!("after the journal's restore: {back}");
+    assert_eq!(back.runtime_ns, base);
+    assert_eq!((back.policy, back.nice), (before.policy, before.nice));
+    // Restoring again changes nothing: the child is at the default, not homenode's slice.
+    let again = journal::restore(&j, root());
+    assert_eq!(again.slices_restored(), 0, "{again:?}");
 }
 
 #[test]

@@ -172,8 +172,10 @@ fn process_rate(
             ),
             None => (t.utime, t.stime, true),
         };
+        // No time between the two readings: no rate (unknown, not zero).
         let wait = run_delay_s(before.map(|b| b.schedstat), t.schedstat)
-            .map(|s| if secs > 0.0 { s / secs } else { 0.0 });
+            .filter(|_| secs > 0.0)
+            .map(|s| s / secs);
         thread_ticks = thread_ticks.saturating_add(tu + ts);
         charge(t.processor, tu + ts);
         threads.push(ThreadRate {

@@ -203,14 +203,6 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
     wait_for("both workers homed", 30, || {
         mask(a) != before[0] && mask(b) != before[1]
     });
-    // Homed and never asleep: the policy gives them a long slice.
-    let slices = custom_slices();
-    if slices {
-        wait_for("both workers given the 100 ms slice", 30, || {
-            slice(a) == Some(SLICE_NS) && slice(b) == Some(SLICE_NS)
-        });
-        assert_eq!(slice(pinned), slices_before[2], "the pinned one's slice");
-    }
     let (ma, mb) = (mask(a), mask(b));
     assert_ne!(ma, mb, "workers share CPUs {ma}");
     assert!(["0", "1"].contains(&ma.as_str()) && ["0", "1"].contains(&mb.as_str()));
@@ -230,20 +222,8 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
         .filter(|p| !p["home"].as_array().expect("home").is_empty())
         .count();
     assert_eq!(homed, 2, "{json}");
-    if slices {
-        let sliced = r["processes"]
-            .as_array()
-            .expect("processes")
-            .iter()
-            .filter(|p| p["slice_ns"].as_u64() == Some(SLICE_NS))
-            .count();
-        assert_eq!(sliced, 2, "{json}");
-    }
     let table = ok(&["status", "--socket", &sock.to_string_lossy()]);
     assert!(table.contains("memory % by node"), "{table}");
-    if slices {
-        assert!(table.contains("100 ms"), "{table}");
-    }
     // SIGTERM: every changed mask goes back.
     let mut d = d;
     sigterm(&d.0[0]);
@@ -251,11 +231,9 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
     assert!(st.success(), "daemon exit {st:?}: {err}");
     assert!(err.contains("set home"), "{err}");
     assert_eq!([mask(a), mask(b), mask(pinned)], before);
+    // Each worker has a CPU to itself, so whether it got a slice depends on what else runs
+    // (step 5 asks that it wait for its CPU); whatever it got is given back.
     assert_eq!([slice(a), slice(b), slice(pinned)], slices_before, "{err}");
-    if slices {
-        assert!(err.contains("set slice 100 ms"), "{err}");
-        assert!(err.contains("1 thread set to 100 ms"), "{err}");
-    }
     let j = std::fs::read_to_string(dir.join("journal.json")).expect("journal");
     assert!(
         j.contains("\"processes\": []") || j.contains("\"processes\":[]"),
@@ -272,17 +250,34 @@ fn after_a_crash_restore_gives_the_masks_back() {
     }
     let _quiet = quiet();
     let dir = scratch("crash");
-    let procs = Procs(vec![busy(None)]);
+    // Four busy loops on two one-CPU nodes: two per CPU, so each waits for its CPU about half
+    // of the time whatever else runs, and the policy gives them a long slice (step 5).
+    let procs = Procs((0..4).map(|_| busy(None)).collect());
     let a = procs.0[0].id();
     let before = mask(a);
     let slice_before = slice(a);
-    let mut d = Procs(vec![daemon(&dir, &[a], &[])]);
+    let all: Vec<u32> = procs.0.iter().map(Child::id).collect();
+    let mut d = Procs(vec![daemon(&dir, &all, &[])]);
     wait_for("the worker homed", 30, || mask(a) != before);
     let slices = custom_slices();
     if slices {
         wait_for("the worker given the slice", 30, || {
             slice(a) == Some(SLICE_NS)
         });
+        // The status shows it.
+        let sock = dir.join("s/homenode.sock").to_string_lossy().into_owned();
+        let json = ok(&["status", "--json", "--socket", &sock]);
+        let r: serde_json::Value = serde_json::from_str(&json).expect("json");
+        let mine = r["processes"]
+            .as_array()
+            .expect("processes")
+            .iter()
+            .find(|p| p["pid"].as_u64() == Some(u64::from(a)))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(mine["slice_ns"].as_u64(), Some(SLICE_NS), "{json}");
+        let table = ok(&["status", "--socket", &sock]);
+        assert!(table.contains("100 ms"), "{table}");
     }
     // kill -9: no chance to restore.
     d.0[0].kill().expect("kill -9");
@@ -306,10 +301,8 @@ fn after_a_crash_restore_gives_the_masks_back() {
 }
 
 /// A daemon killed after giving a worker its slice: the next one adopts the worker (home and
-/// slice, from the journal) and gives the default back on SIGTERM. (The policy may take the
-/// slice back in the new daemon's first decision and give it again in the next: its first
-/// reading of a process has no run-queue wait yet, so a busy loop that got half a CPU reads
-/// as sleeping half the time.)
+/// slice, from the journal), keeps the slice through its first reading (which has no
+/// run-queue wait yet), and gives the default back on SIGTERM.
 #[test]
 fn after_a_crash_the_next_daemon_adopts_the_slice_and_gives_it_back() {
     if !can_run() || !custom_slices() {
@@ -317,16 +310,18 @@ fn after_a_crash_the_next_daemon_adopts_the_slice_and_gives_it_back() {
     }
     let _quiet = quiet();
     let dir = scratch("adopt-slice");
-    let procs = Procs(vec![busy(None)]);
+    // Two per CPU, as above: squeezed whatever else runs.
+    let procs = Procs((0..4).map(|_| busy(None)).collect());
     let a = procs.0[0].id();
+    let all: Vec<u32> = procs.0.iter().map(Child::id).collect();
     let (mask_before, slice_before) = (mask(a), slice(a));
-    let mut d = Procs(vec![daemon(&dir, &[a], &[])]);
+    let mut d = Procs(vec![daemon(&dir, &all, &[])]);
     wait_for("the worker given the slice", 30, || {
         slice(a) == Some(SLICE_NS)
     });
     d.0[0].kill().expect("kill -9");
     let _ = d.0[0].wait();
-    let mut d = daemon(&dir, &[a], &["--intervals", "6"]);
+    let mut d = daemon(&dir, &all, &["--intervals", "6"]);
     let (st, err) = d.wait_with_output_ref();
     assert!(st.success(), "{err}");
     assert!(err.contains("adopted with home"), "{err}");
@@ -341,9 +336,12 @@ fn after_a_crash_the_next_daemon_adopts_the_slice_and_gives_it_back() {
             "{err}"
         );
     }
-    if let Some(first) = lines.first() {
-        assert!(first.contains("restore the kernel's slice"), "{err}");
-    }
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("restore the kernel's slice")),
+        "{err}"
+    );
     assert_eq!((mask(a), slice(a)), (mask_before, slice_before), "{err}");
     drop(procs);
 }

@@ -370,6 +370,15 @@ fn run_queue_wait_from_schedstat() {
     assert!((w(1001).expect("1001") - 0.5).abs() < 1e-9);
     assert!((w(1002).expect("1002") - 0.1).abs() < 1e-9);
     assert!((db.wait.expect("process") - 0.6).abs() < 1e-9);
+    // No time between the readings (a daemon's first pass against itself): the wait is
+    // unknown, not zero, so that a policy does not read a busy job as one that sleeps.
+    let zero = rates_over(&a, &b, Duration::ZERO, 100, &map);
+    let db0 = zero
+        .processes
+        .iter()
+        .find(|p| p.key.pid == 1000)
+        .expect("1000");
+    assert_eq!(db0.wait, None);
     // No schedstat at all (a kernel without CONFIG_SCHED_INFO): no wait, no error.
     let app = r
         .processes

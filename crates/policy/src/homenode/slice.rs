@@ -39,9 +39,21 @@ pub const KEEP_TURNS: f64 = 0.1;
 
 impl HomenodePolicy {
     /// The slice `p` should have, ns, and why.
-    fn wanted_slice(&self, p: &Proc, homed: bool, have: u64) -> (u64, &'static str) {
+    fn wanted_slice(
+        &self,
+        p: &Proc,
+        homed: bool,
+        have: u64,
+        wait_measured: bool,
+    ) -> (u64, &'static str) {
         if !homed {
             return (0, "it has no home");
+        }
+        let ns = (self.cfg.slice_ms * 1e6).round() as u64;
+        if have > 0 && !wait_measured {
+            // A reading without run-queue wait (a daemon that just started and adopted the
+            // slice from its journal) cannot tell a squeezed job from a sleeping one.
+            return (ns, "kept: its run-queue wait is not measured yet");
         }
         let threads = f64::from(p.threads.max(1));
         let (busy, turns) = if have > 0 {
@@ -55,7 +67,6 @@ impl HomenodePolicy {
         if p.wait < turns * threads {
             return (0, "its threads have their CPUs to themselves");
         }
-        let ns = (self.cfg.slice_ms * 1e6).round() as u64;
         (
             ns,
             "homed, CPU-bound and taking turns: every thread runnable nearly all the time, waiting for a CPU part of it",
@@ -72,7 +83,12 @@ impl HomenodePolicy {
             if self.cfg.slice_ms <= 0.0 && have == 0 {
                 continue;
             }
-            let (want, why) = self.wanted_slice(p, d.homes[i].is_some(), have);
+            let (want, why) = self.wanted_slice(
+                p,
+                d.homes[i].is_some(),
+                have,
+                d.snap.processes[p.idx].cpu_wait.is_some(),
+            );
             if want == have {
                 continue;
             }
@@ -86,7 +102,14 @@ impl HomenodePolicy {
                     p.wait
                 )
             } else {
-                format!("slice: pid {} ({}): {why}", p.pid, comm(d.snap, p))
+                format!(
+                    "slice: pid {} ({}): {why} ({:.2} CPUs wanted by {} threads, {:.2} of them waiting)",
+                    p.pid,
+                    comm(d.snap, p),
+                    p.runnable(),
+                    p.threads,
+                    p.wait
+                )
             };
             d.actions.push(Action::SetSlice {
                 pid: p.pid,

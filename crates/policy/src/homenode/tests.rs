@@ -1384,7 +1384,7 @@ fn cpu_bound_homed_jobs_taking_turns_get_a_long_slice_and_give_it_back() {
     assert_eq!(slices(&a), vec![(2, 0)]);
     assert!(
         a.iter().any(|a| a.to_string()
-            == "pid 2: restore the kernel's slice: slice: pid 2 (pid2): its threads sleep"),
+            == "pid 2: restore the kernel's slice: slice: pid 2 (pid2): its threads sleep (0.40 CPUs wanted by 1 threads, 0.00 of them waiting)"),
         "{a:?}"
     );
     apply(&t, &mut procs, &a);
@@ -1397,8 +1397,9 @@ fn cpu_bound_homed_jobs_taking_turns_get_a_long_slice_and_give_it_back() {
     let a = pol.decide(&snap(&t, 5, procs.clone()));
     assert_eq!(slices(&a), vec![(1, 0)]);
     assert!(
-        a[0].reason()
-            .ends_with("its threads have their CPUs to themselves"),
+        a[0].reason().ends_with(
+            "its threads have their CPUs to themselves (1.00 CPUs wanted by 1 threads, 0.00 of them waiting)"
+        ),
         "{a:?}"
     );
 }

@@ -302,6 +302,31 @@ fn new_tids(dir: &ProcDir, seen: &[Tid]) -> Result<Live<Vec<Tid>>, ProcError> {
         .map(|t| t.into_iter().filter(|t| !seen.contains(t)).collect()))
 }
 
+/// Calls `f` once for each thread of `dir`'s process with its attributes (`Gone` for one that
+/// exited before it was read), listing `task/` again until no new thread appears. Returns the
+/// number of threads seen, or `Gone` when the process has exited.
+fn each_thread(
+    dir: &ProcDir,
+    ops: &mut dyn SliceOps,
+    mut f: impl FnMut(Tid, Live<SchedAttr>, &mut dyn SliceOps) -> Result<(), Error>,
+) -> Result<Live<usize>, Error> {
+    let mut seen: Vec<Tid> = Vec::new();
+    for _ in 0..MAX_PASSES {
+        let Live::Alive(new) = new_tids(dir, &seen)? else {
+            return Ok(Live::Gone);
+        };
+        if new.is_empty() {
+            break;
+        }
+        for tid in new {
+            seen.push(tid);
+            let attr = ops.get(tid)?;
+            f(tid, attr, ops)?;
+        }
+    }
+    Ok(Live::Alive(seen.len()))
+}
+
 /// Gives every thread of `dir`'s process the custom slice `slice_ns` (clamped as the kernel
 /// does), except threads whose policy is not `SCHED_OTHER` or `SCHED_BATCH` and threads with a
 /// slice that is neither `base_ns` (the kernel's default) nor one of `ours` (slices homenode
@@ -321,43 +346,33 @@ pub fn set_threads_slice(
         slice_ns: want,
         ..SliceSet::default()
     };
-    let mut seen: Vec<Tid> = Vec::new();
-    for _ in 0..MAX_PASSES {
-        let Live::Alive(new) = new_tids(dir, &seen)? else {
-            return Ok(Live::Gone);
+    let seen = each_thread(dir, ops, |tid, attr, ops| {
+        let Live::Alive(now) = attr else {
+            done.gone += 1;
+            return Ok(());
         };
-        if new.is_empty() {
-            break;
-        }
-        for tid in new {
-            seen.push(tid);
-            let Live::Alive(now) = ops.get(tid)? else {
-                done.gone += 1;
-                continue;
-            };
-            if !now.is_fair() {
-                match done.other_policy.iter_mut().find(|(p, _)| *p == now.policy) {
-                    Some((_, n)) => *n += 1,
-                    None => done.other_policy.push((now.policy, 1)),
-                }
-                continue;
+        if !now.is_fair() {
+            match done.other_policy.iter_mut().find(|(p, _)| *p == now.policy) {
+                Some((_, n)) => *n += 1,
+                None => done.other_policy.push((now.policy, 1)),
             }
-            if now.runtime_ns == want {
-                done.already += 1;
-                continue;
-            }
-            if now.runtime_ns != base_ns && !ours.contains(&now.runtime_ns) {
-                done.own_slice += 1;
-                done.own_example.get_or_insert((tid, now.runtime_ns));
-                continue;
-            }
+        } else if now.runtime_ns == want {
+            done.already += 1;
+        } else if now.runtime_ns != base_ns && !ours.contains(&now.runtime_ns) {
+            done.own_slice += 1;
+            done.own_example.get_or_insert((tid, now.runtime_ns));
+        } else {
             match ops.set(tid, &now.with_slice(want))? {
                 Live::Alive(()) => done.set += 1,
                 Live::Gone => done.gone += 1,
             }
         }
-    }
-    if seen.is_empty() || done.gone == seen.len() {
+        Ok(())
+    })?;
+    let Live::Alive(seen) = seen else {
+        return Ok(Live::Gone);
+    };
+    if seen == 0 || done.gone == seen {
         return Ok(Live::Gone);
     }
     done.other_policy.sort_unstable();
@@ -385,31 +400,22 @@ pub fn restore_threads_slice(
     ops: &mut dyn SliceOps,
 ) -> Result<Live<SliceRestored>, Error> {
     let mut done = SliceRestored::default();
-    let mut seen: Vec<Tid> = Vec::new();
-    for _ in 0..MAX_PASSES {
-        let Live::Alive(new) = new_tids(dir, &seen)? else {
-            return Ok(Live::Gone);
+    let seen = each_thread(dir, ops, |tid, attr, ops| {
+        let Live::Alive(now) = attr else {
+            done.gone += 1;
+            return Ok(());
         };
-        if new.is_empty() {
-            break;
+        if !now.is_fair() || !ours.contains(&now.runtime_ns) {
+            done.left += 1;
+            return Ok(());
         }
-        for tid in new {
-            seen.push(tid);
-            let Live::Alive(now) = ops.get(tid)? else {
-                done.gone += 1;
-                continue;
-            };
-            if !now.is_fair() || !ours.contains(&now.runtime_ns) {
-                done.left += 1;
-                continue;
-            }
-            match ops.set(tid, &now.with_slice(0))? {
-                Live::Alive(()) => done.restored += 1,
-                Live::Gone => done.gone += 1,
-            }
+        match ops.set(tid, &now.with_slice(0))? {
+            Live::Alive(()) => done.restored += 1,
+            Live::Gone => done.gone += 1,
         }
-    }
-    if seen.is_empty() {
+        Ok(())
+    })?;
+    if !matches!(seen, Live::Alive(n) if n > 0) {
         return Ok(Live::Gone);
     }
     Ok(Live::Alive(done))

@@ -578,6 +578,51 @@ impl TurnWalk {
 /// Steps of the integral in [`refill_after_turns`].
 const REFILL_STEPS: u32 = 8;
 
+/// `-ln(1 - v)` at the end and the middle of each step of [`refill_after_turns`] for one `h`:
+/// the tasks of a run mostly share a few values of `h`, and the logarithms were a sixth of the
+/// integral's time. Kept per thread for the last `h` seen (a pure function of it: the same
+/// bits as computing them anew).
+#[derive(Clone, Copy)]
+struct RefillLogs {
+    h_bits: u64,
+    at: [(f64, f64); REFILL_STEPS as usize],
+}
+
+thread_local! {
+    static REFILL_LOGS: std::cell::Cell<RefillLogs> = const {
+        std::cell::Cell::new(RefillLogs { h_bits: u64::MAX, at: [(0.0, 0.0); REFILL_STEPS as usize] })
+    };
+}
+
+impl RefillLogs {
+    fn of(h: f64) -> RefillLogs {
+        REFILL_LOGS.with(|c| {
+            let cached = c.get();
+            if cached.h_bits == h.to_bits() {
+                return cached;
+            }
+            let dv = h / f64::from(REFILL_STEPS);
+            let mut at = [(0.0, 0.0); REFILL_STEPS as usize];
+            for (k, e) in (0..REFILL_STEPS).zip(at.iter_mut()) {
+                let lo = f64::from(k) * dv;
+                let hi = (f64::from(k + 1) * dv).min(1.0 - 1e-12);
+                let mid = 0.5 * (lo + hi);
+                *e = (-(1.0 - hi).ln(), -(1.0 - mid).ln());
+            }
+            let fresh = RefillLogs {
+                h_bits: h.to_bits(),
+                at,
+            };
+            c.set(fresh);
+            fresh
+        })
+    }
+
+    fn at(&self, k: u32) -> (f64, f64) {
+        self.at[k as usize]
+    }
+}
+
 /// The stall of a task that comes back to its LLC after other tasks took turns on it, and
 /// the lines it fetches again (MODEL.md §4, "Turns on a cache").
 ///
@@ -632,14 +677,15 @@ pub fn refill_after_turns(
         }
     }
     let dv = h / f64::from(REFILL_STEPS);
+    let logs = RefillLogs::of(h);
     let (mut lines, mut t, mut ln_lo) = (0.0, 0.0, 0.0);
     for k in 0..REFILL_STEPS {
         let lo = f64::from(k) * dv;
         let hi = (f64::from(k + 1) * dv).min(1.0 - 1e-12);
-        let ln_hi = -(1.0 - hi).ln();
+        let (ln_hi, ln_mid) = logs.at(k);
         let mid = 0.5 * (lo + hi);
         let streamed = if stream_bytes > 0.0 {
-            (-(1.0 - mid).ln() * per_ln * stream_bytes).min(stream_footprint)
+            (ln_mid * per_ln * stream_bytes).min(stream_footprint)
         } else {
             0.0
         };

@@ -103,6 +103,10 @@ pub struct HomenodeConfig {
     /// custom slice and clamp it to 0.1-100 ms; the default is the longest they take (step 5,
     /// docs/PLACEMENT.md).
     pub slice_ms: f64,
+    /// ... when its threads also waited for a CPU at least this share of the interval, on
+    /// average (they take turns with other work); the slice is kept while they wait at least
+    /// 0.4 times this (step 5, docs/PLACEMENT.md).
+    pub slice_wait: f64,
 }
 
 impl Default for HomenodeConfig {
@@ -129,6 +133,7 @@ impl Default for HomenodeConfig {
             correct_intervals: 2,
             defer_to_kernel: false,
             slice_ms: 100.0,
+            slice_wait: 0.25,
         }
     }
 }
@@ -191,6 +196,12 @@ impl HomenodeConfig {
             "slice_ms",
             self.slice_ms,
             "must be 0 (off) or in 0.1..=100 (the range of the kernel's custom slices)",
+        )?;
+        check(
+            self.slice_wait.is_finite() && (0.0..=1.0).contains(&self.slice_wait),
+            "slice_wait",
+            self.slice_wait,
+            "must be in [0, 1] (a share of the interval)",
         )?;
         for (key, v) in [
             ("min_dwell_s", self.min_dwell_s),

@@ -57,6 +57,7 @@ pub static POLICIES: &[PolicyEntry] = &[
             "correct_intervals",
             "defer_to_kernel",
             "slice_ms",
+            "slice_wait",
         ],
         build: |c| Ok(Box::new(HomenodePolicy::new(c.homenode.clone())?)),
     },

@@ -12,11 +12,11 @@
 //! A homed process gets `slice_ms` when it is *CPU-bound*, every thread runnable (running or
 //! waiting on a run queue) for at least [`CPU_BOUND`] of the interval, so that it never sleeps
 //! and nothing of its own waits on its wake-up latency; and *taking turns*, its threads waiting
-//! on a run queue for at least [`TURNS`] of the interval, as two CPU-bound threads sharing a
+//! on a run queue for at least `slice_wait` (0.25) of the interval, as two CPU-bound threads sharing a
 //! CPU each wait half of it. A thread with a CPU to itself gains nothing from a long slice,
 //! and beside short tasks that come and go it would only leave them longer stretches. It
 //! keeps the slice while its threads stay runnable at least [`KEEP`] and waiting at least
-//! [`KEEP_TURNS`] of the time on average (a pause does not flip it), and gets the kernel's
+//! [`KEEP_TURNS`] of `slice_wait` on average (a pause does not flip it), and gets the kernel's
 //! default back when they sleep or run alone, or when it loses its home.
 
 use super::{Decision, HomenodePolicy, comm};
@@ -27,15 +27,11 @@ use crate::common::Proc;
 /// CPU-bound.
 pub const CPU_BOUND: f64 = 0.9;
 
-/// Share of the interval its threads must have waited on a run queue, on average, for the
-/// process to count as taking turns.
-pub const TURNS: f64 = 0.25;
-
 /// Share of the interval its threads must stay runnable, on average, to keep the slice.
 pub const KEEP: f64 = 0.5;
 
-/// Share of the interval its threads must still wait, on average, to keep the slice.
-pub const KEEP_TURNS: f64 = 0.1;
+/// The share of `slice_wait` its threads must still wait, on average, to keep the slice.
+pub const KEEP_TURNS: f64 = 0.4;
 
 impl HomenodePolicy {
     /// The slice `p` should have, ns, and why.
@@ -57,9 +53,9 @@ impl HomenodePolicy {
         }
         let threads = f64::from(p.threads.max(1));
         let (busy, turns) = if have > 0 {
-            (KEEP, KEEP_TURNS)
+            (KEEP, KEEP_TURNS * self.cfg.slice_wait)
         } else {
-            (CPU_BOUND, TURNS)
+            (CPU_BOUND, self.cfg.slice_wait)
         };
         if p.runnable() < busy * threads {
             return (0, "its threads sleep");

@@ -173,7 +173,7 @@ fn homed(mut p: ProcessView, home: &[NodeId]) -> ProcessView {
     p.home = home.to_vec();
     let threads = f64::from(p.threads);
     let wait = p.cpu_wait.unwrap_or(0.0);
-    if p.cpu_use + wait >= slice::CPU_BOUND * threads && wait >= slice::TURNS * threads {
+    if p.cpu_use + wait >= slice::CPU_BOUND * threads && wait >= 0.25 * threads {
         p.slice_ns = 100_000_000;
     }
     p

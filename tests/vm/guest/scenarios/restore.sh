@@ -30,7 +30,9 @@ masks() { echo "lightjob $(thread_masks "$A" | tr '\n' ' ')memhog $(thread_masks
 originals="lightjob $orig_a memhog $orig_b "
 
 attrs_before="$(sched_attrs "$A"); $(sched_attrs "$B")"
-start_daemon --set 'rules.include.comms=["lightjob","memhog"]'
+# `slice_wait=0`: a homed CPU-bound process gets the slice even with a CPU to itself, so that
+# the policy asks for one here (step 5, docs/PLACEMENT.md).
+start_daemon --set 'rules.include.comms=["lightjob","memhog"]' --set placement.homenode.slice_wait=0
 wait_homed
 check homed-1 "both homed by the daemon: $(masks)" -- both_homed
 # The busy memhog is homed and CPU-bound, so the policy asks for a long scheduling slice. This

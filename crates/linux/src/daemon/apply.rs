@@ -356,16 +356,19 @@ impl Actuator {
         let done: Vec<(Outcome, Option<HeldSlice>)> = reqs
             .iter()
             .zip(out)
-            .map(|(r, o)| match o {
-                SliceStep::Finished(o, h) => (o, h),
-                SliceStep::Threads(dir) if r.slice_ns > 0 => {
-                    let ours = journal
-                        .get(r.key)
-                        .and_then(|e| e.slice.as_ref())
-                        .map(journal::SliceApplied::ours)
-                        .unwrap_or_default();
+            .map(|(r, o)| {
+                let dir = match o {
+                    SliceStep::Finished(o, h) => return (o, h),
+                    SliceStep::Threads(dir) => dir,
+                };
+                let ours = journal
+                    .get(r.key)
+                    .and_then(|e| e.slice.as_ref())
+                    .map(journal::SliceApplied::ours)
+                    .unwrap_or_default();
+                if r.slice_ns > 0 {
                     let base = base.as_ref().copied().unwrap_or(0);
-                    match slice::set_threads_slice(
+                    return match slice::set_threads_slice(
                         &dir,
                         r.slice_ns,
                         base,
@@ -377,28 +380,21 @@ impl Actuator {
                         // Some threads may have it: the journal says it is homenode's, so the
                         // undo takes it back; not asked again meanwhile.
                         Err(e) => (Outcome::Failed(e.to_string()), held(r.slice_ns, true)),
-                    }
+                    };
                 }
-                SliceStep::Threads(dir) => {
-                    let ours = journal
-                        .get(r.key)
-                        .and_then(|e| e.slice.as_ref())
-                        .map(journal::SliceApplied::ours)
-                        .unwrap_or_default();
-                    match slice::restore_threads_slice(&dir, &ours, self.slice_ops.as_mut()) {
-                        Ok(Live::Alive(back)) => {
-                            journal.clear_slice(r.key);
-                            taken_back = true;
-                            (Outcome::Done(super::describe_slice_restore(&back)), None)
-                        }
-                        Ok(Live::Gone) => {
-                            journal.clear_slice(r.key);
-                            taken_back = true;
-                            (Outcome::Skipped("the process exited".into()), None)
-                        }
-                        // The record stays: the daemon's exit (or `--restore`) tries again.
-                        Err(e) => (Outcome::Failed(e.to_string()), None),
+                match slice::restore_threads_slice(&dir, &ours, self.slice_ops.as_mut()) {
+                    Ok(Live::Alive(back)) => {
+                        journal.clear_slice(r.key);
+                        taken_back = true;
+                        (Outcome::Done(super::describe_slice_restore(&back)), None)
                     }
+                    Ok(Live::Gone) => {
+                        journal.clear_slice(r.key);
+                        taken_back = true;
+                        (Outcome::Skipped("the process exited".into()), None)
+                    }
+                    // The record stays: the daemon's exit (or `--restore`) tries again.
+                    Err(e) => (Outcome::Failed(e.to_string()), None),
                 }
             })
             .collect();

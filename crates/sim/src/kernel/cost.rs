@@ -482,8 +482,7 @@ impl TurnHistory {
     /// mix, or, while fewer runs than [`TURN_RUNS`] were seen since the last cold refill, as
     /// the task's own (the refill gave it its whole share).
     pub fn held_share(&self, others: f64, llc_bytes: f64, footprint: f64) -> f64 {
-        self.walk(others, llc_bytes, footprint)
-            .held_share_beneath(0.0)
+        self.walk(others, llc_bytes, footprint).held
     }
 
     /// The walk back from a return after the others touched `others` bytes, ready to be
@@ -498,6 +497,7 @@ impl TurnHistory {
             alone: 1.0,
             footprint,
             degenerate: footprint <= 0.0 || llc_bytes <= 0.0,
+            held: 1.0,
         };
         if w.degenerate {
             return w;
@@ -517,6 +517,7 @@ impl TurnHistory {
             let all: f64 = runs.iter().map(|r| r.0 + r.1).sum();
             w.own_mix = own / all.max(1e-9);
         }
+        w.held = w.held_share_beneath(0.0);
         w
     }
 }
@@ -535,6 +536,8 @@ pub struct TurnWalk {
     alone: f64,
     footprint: f64,
     degenerate: bool,
+    /// The share held at the return ([`TurnHistory::held_share`]), computed once.
+    pub held: f64,
 }
 
 impl TurnWalk {
@@ -654,7 +657,7 @@ pub fn refill_after_turns(
     if op.cached_bytes <= 0.0 || random <= 0.0 || op.random_lines <= 0.0 {
         return (0.0, 0.0);
     }
-    if walk.held_share_beneath(0.0) >= 1.0 {
+    if walk.held >= 1.0 {
         return (0.0, 0.0);
     }
     let h = (op.cached_bytes / random).min(1.0);

@@ -439,7 +439,7 @@ impl Kernel {
         }
         let llc_bytes = cpu_model.llc_bytes as f64;
         let walk = task.turns.walk(others, llc_bytes, c.op.footprint);
-        if walk.held_share_beneath(0.0) >= 1.0 {
+        if walk.held >= 1.0 {
             return (0.0, 0.0);
         }
         let mlp = cpu_model.mlp.max(1e-3);

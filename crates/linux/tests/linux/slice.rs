@@ -185,6 +185,21 @@ fn db_entry() -> JournalEntry {
     }
 }
 
+/// The multinode fixture host and a scratch journal path (the directory lives as long as the
+/// returned handle).
+fn scene() -> (std::path::PathBuf, tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let path = tmp.path().join("journal.json");
+    (fixture("multinode-4n"), tmp, path)
+}
+
+/// Fake slices holding the database's threads at the base slice.
+fn db_ops() -> Shared {
+    let ops = Shared::default();
+    *ops.0.lock().expect("fake") = FakeSlices::with_threads(BASE, &DB_THREADS);
+    ops
+}
+
 fn actuator(root: &Path, journal: &Path, dry_run: bool, ops: &Shared) -> Actuator {
     Actuator::new(root, journal, dry_run, MemoryConfig::default())
         .with_slice_ops(Box::new(ops.clone()))
@@ -199,11 +214,8 @@ fn set_slice(ns: u64) -> Vec<SliceRequest> {
 
 #[test]
 fn the_actuator_journals_the_slice_first_and_takes_it_back() {
-    let root = fixture("multinode-4n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let path = tmp.path().join("journal.json");
-    let ops = Shared::default();
-    *ops.0.lock().expect("fake") = FakeSlices::with_threads(BASE, &DB_THREADS);
+    let (root, _tmp, path) = scene();
+    let ops = db_ops();
     let mut act = actuator(&root, &path, false, &ops);
     let mut j = Journal::new();
     j.record(db_entry());
@@ -256,9 +268,7 @@ fn the_actuator_journals_the_slice_first_and_takes_it_back() {
 
 #[test]
 fn without_custom_slices_nothing_is_called_or_written_and_it_is_asked_once() {
-    let root = fixture("multinode-4n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let path = tmp.path().join("journal.json");
+    let (root, _tmp, path) = scene();
     let ops = Shared::default();
     {
         let mut f = ops.0.lock().expect("fake");
@@ -300,9 +310,7 @@ fn without_custom_slices_nothing_is_called_or_written_and_it_is_asked_once() {
 
 #[test]
 fn a_dry_run_calls_nothing_and_holds_the_slice_it_would_give() {
-    let root = fixture("multinode-4n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let path = tmp.path().join("journal.json");
+    let (root, _tmp, path) = scene();
     let ops = Shared::default();
     let mut act = actuator(&root, &path, true, &ops);
     let mut j = Journal::new();
@@ -328,11 +336,8 @@ fn a_dry_run_calls_nothing_and_holds_the_slice_it_would_give() {
 
 #[test]
 fn processes_without_a_home_an_exit_or_a_reused_pid_are_skipped() {
-    let root = fixture("multinode-4n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let path = tmp.path().join("journal.json");
-    let ops = Shared::default();
-    *ops.0.lock().expect("fake") = FakeSlices::with_threads(BASE, &DB_THREADS);
+    let (root, _tmp, path) = scene();
+    let ops = db_ops();
     let mut act = actuator(&root, &path, false, &ops);
     let mut j = Journal::new();
     let reused = ProcessKey {
@@ -387,8 +392,7 @@ fn damaged_proc_files_fail_the_action_naming_the_file() {
     std::fs::write(&stat, "1000 (db server) S 1 x\n").expect("damage");
     let jdir = tempfile::tempdir().expect("tmp");
     let path = jdir.path().join("journal.json");
-    let ops = Shared::default();
-    *ops.0.lock().expect("fake") = FakeSlices::with_threads(BASE, &DB_THREADS);
+    let ops = db_ops();
     let mut act = actuator(tmp.path(), &path, false, &ops);
     let mut j = Journal::new();
     j.record(db_entry());
@@ -424,13 +428,10 @@ fn damaged_proc_files_fail_the_action_naming_the_file() {
 
 #[test]
 fn after_a_crash_the_journal_gives_the_default_slice_back() {
-    let root = fixture("multinode-4n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let path = tmp.path().join("journal.json");
+    let (root, _tmp, path) = scene();
     // The daemon homed the database, gave it a slice, and was killed.
     {
-        let ops = Shared::default();
-        *ops.0.lock().expect("fake") = FakeSlices::with_threads(BASE, &DB_THREADS);
+        let ops = db_ops();
         let mut act = actuator(&root, &path, false, &ops);
         let mut j = Journal::new();
         j.record(db_entry());

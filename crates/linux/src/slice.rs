@@ -16,14 +16,22 @@
 //!   `sched_runtime` for these policies: a fair thread that reads 0 means *this kernel has no
 //!   custom slices*.
 //! - `sched_setattr` sets the policy, nice value and flags too, all in one call. So a slice is
-//!   set by passing back the thread's own policy, nice and `SCHED_FLAG_RESET_ON_FORK` as just
-//!   read ([`SchedAttr::with_slice`]), never `SCHED_FLAG_KEEP_PARAMS` (which would skip the
+//!   set by passing back the thread's own policy and nice as just read
+//!   ([`SchedAttr::with_slice`]), never `SCHED_FLAG_KEEP_PARAMS` (which would skip the
 //!   slice). If the thread's owner changes its nice value between the read and the write, the
 //!   write puts the old one back: a race of a few microseconds, accepted.
-//! - New threads and child processes inherit their creator's custom slice (unless
-//!   `SCHED_RESET_ON_FORK`). A thread born after homenode set a process's slice carries it, so
-//!   undoing must look at every thread, and [`set_threads_slice`] lists `task/` again until no
-//!   new thread appears, as [`crate::affinity::set_process_affinity`] does.
+//! - New threads and child processes inherit their creator's custom slice, unless the creator
+//!   has `SCHED_FLAG_RESET_ON_FORK`: then `sched_fork` gives the child the base slice (and
+//!   clears the flag in the child), and for a fair thread at nice 0 or above changes nothing
+//!   else (it would also reset a negative nice, or a real-time policy). So homenode sets the
+//!   flag with its slice: nothing it gave outlives the threads it set, in a child process it
+//!   never journaled. Threads whose owner set the flag, and threads at a negative nice, are
+//!   left alone: undoing could not tell the owner's flag from homenode's, and the flag would
+//!   change what a negative nice passes on. Taking the slice back clears the flag again.
+//! - A thread born during [`set_threads_slice`] from one not yet set has the base slice, one
+//!   born from one already set too; [`set_threads_slice`] and [`restore_threads_slice`] list
+//!   `task/` again until no new thread appears, as [`crate::affinity::set_process_affinity`]
+//!   does.
 //!
 //! The kernel's base slice is not computed here (its formula changed between kernels) but
 //! measured ([`probe_base_slice`]): a short-lived thread of the caller takes its own custom
@@ -86,17 +94,24 @@ impl SchedAttr {
         self.policy == SCHED_OTHER || self.policy == SCHED_BATCH
     }
 
-    /// The same attributes asking for slice `ns` (0: the kernel's default): the policy, the
-    /// nice value and `SCHED_FLAG_RESET_ON_FORK` are passed back as read; every other flag is
-    /// dropped, `SCHED_FLAG_KEEP_PARAMS` above all (it would skip the slice).
+    /// The same attributes asking for slice `ns` (0: the kernel's default): the policy and the
+    /// nice value are passed back as read. With a slice, `SCHED_FLAG_RESET_ON_FORK` is set, so
+    /// that the thread's children start with the base slice; with 0 it is cleared (homenode
+    /// slices only threads that did not have it). Every other flag is dropped,
+    /// `SCHED_FLAG_KEEP_PARAMS` above all (it would skip the slice).
     pub fn with_slice(&self, ns: u64) -> SchedAttr {
         SchedAttr {
             policy: self.policy,
-            flags: self.flags & SCHED_FLAG_RESET_ON_FORK,
+            flags: if ns > 0 { SCHED_FLAG_RESET_ON_FORK } else { 0 },
             nice: self.nice,
             priority: 0,
             runtime_ns: ns,
         }
+    }
+
+    /// Whether its children start with the default attributes (`SCHED_FLAG_RESET_ON_FORK`).
+    pub fn resets_on_fork(&self) -> bool {
+        self.flags & SCHED_FLAG_RESET_ON_FORK != 0
     }
 
     fn policy_name(&self) -> String {
@@ -240,6 +255,13 @@ pub struct SliceSet {
     /// (someone set their own), left as they were; the first of them and its slice.
     pub own_slice: usize,
     pub own_example: Option<(Tid, u64)>,
+    /// Threads whose owner set `SCHED_FLAG_RESET_ON_FORK`, left as they were: homenode sets
+    /// that flag with its slice and clears it when it takes the slice back, so it could not
+    /// tell the owner's from its own.
+    pub own_reset_on_fork: usize,
+    /// Threads at a negative nice value, left as they were: with the flag their children would
+    /// start at nice 0, without it they would keep homenode's slice.
+    pub negative_nice: usize,
     /// Threads that exited before they were set.
     pub gone: usize,
 }
@@ -274,6 +296,25 @@ impl SliceSet {
                 "{} thread{} with a slice someone else set{example}",
                 self.own_slice,
                 plural(self.own_slice)
+            ));
+        }
+        if self.own_reset_on_fork > 0 {
+            kept.push(format!(
+                "{} thread{} resetting {} children's attributes itself",
+                self.own_reset_on_fork,
+                plural(self.own_reset_on_fork),
+                if self.own_reset_on_fork == 1 {
+                    "its"
+                } else {
+                    "their"
+                }
+            ));
+        }
+        if self.negative_nice > 0 {
+            kept.push(format!(
+                "{} thread{} at a negative nice",
+                self.negative_nice,
+                plural(self.negative_nice)
             ));
         }
         if !kept.is_empty() {
@@ -328,11 +369,12 @@ fn each_thread(
 }
 
 /// Gives every thread of `dir`'s process the custom slice `slice_ns` (clamped as the kernel
-/// does), except threads whose policy is not `SCHED_OTHER` or `SCHED_BATCH` and threads with a
-/// slice that is neither `base_ns` (the kernel's default) nor one of `ours` (slices homenode
-/// gave this process: the new one and any earlier one): someone else set those, and they keep
-/// theirs. Lists `task/` again until no new thread appears (at most 4 passes). `Gone` when the
-/// process has exited. An error from any thread stops the pass: the threads already set keep
+/// does) and `SCHED_FLAG_RESET_ON_FORK`, except threads whose policy is not `SCHED_OTHER` or
+/// `SCHED_BATCH`, threads with a slice that is neither `base_ns` (the kernel's default) nor
+/// one of `ours` (slices homenode gave this process: the new one and any earlier one), threads
+/// whose owner set `SCHED_FLAG_RESET_ON_FORK`, and threads at a negative nice: they keep
+/// theirs (module docs). Lists `task/` again until no new thread appears (at most 4
+/// passes). `Gone` when the process has exited. An error from any thread stops the pass: the threads already set keep
 /// the slice, and the caller's journal says it is homenode's.
 pub fn set_threads_slice(
     dir: &ProcDir,
@@ -361,6 +403,10 @@ pub fn set_threads_slice(
         } else if now.runtime_ns != base_ns && !ours.contains(&now.runtime_ns) {
             done.own_slice += 1;
             done.own_example.get_or_insert((tid, now.runtime_ns));
+        } else if now.resets_on_fork() && !ours.contains(&now.runtime_ns) {
+            done.own_reset_on_fork += 1;
+        } else if now.nice < 0 {
+            done.negative_nice += 1;
         } else {
             match ops.set(tid, &now.with_slice(want))? {
                 Live::Alive(()) => done.set += 1,
@@ -391,9 +437,11 @@ pub struct SliceRestored {
 }
 
 /// Gives the kernel's default slice back to every fair thread of `dir`'s process whose slice
-/// is one of `ours` (the slices homenode gave it); every other thread is left as it is.
-/// Lists `task/` again until no new thread appears, since a thread born during the pass from
-/// one not yet restored inherits homenode's slice. `Gone` when the process has exited.
+/// is one of `ours` (the slices homenode gave it), and clears the `SCHED_FLAG_RESET_ON_FORK`
+/// that homenode set with it; every other thread is left as it is.
+/// Lists `task/` again until no new thread appears: a thread born during the pass from one
+/// that has homenode's slice without the flag (given by a homenode before 2026-11-26) inherits
+/// the slice. `Gone` when the process has exited.
 pub fn restore_threads_slice(
     dir: &ProcDir,
     ours: &[u64],
@@ -438,14 +486,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_kernel_clamps_and_only_reset_on_fork_is_passed_back() {
+    fn the_kernel_clamps_and_a_slice_resets_on_fork_until_taken_back() {
         assert_eq!(kernel_slice(1), MIN_SLICE_NS);
         assert_eq!(kernel_slice(3_000_000), 3_000_000);
         assert_eq!(kernel_slice(u64::MAX), MAX_SLICE_NS);
         let read = SchedAttr {
             policy: SCHED_BATCH,
-            // RESET_ON_FORK, KEEP_POLICY (0x08), KEEP_PARAMS (0x10).
-            flags: 0x01 | 0x08 | 0x10,
+            // KEEP_POLICY (0x08), KEEP_PARAMS (0x10): never passed on.
+            flags: 0x08 | 0x10,
             nice: 5,
             priority: 0,
             runtime_ns: 1_400_000,
@@ -461,6 +509,9 @@ mod tests {
                 runtime_ns: 100_000_000,
             }
         );
+        assert!(ask.resets_on_fork() && !read.resets_on_fork());
+        let back = ask.with_slice(0);
+        assert_eq!((back.flags, back.runtime_ns, back.nice), (0, 0, 5));
         assert!(read.is_fair());
         assert!(!SchedAttr { policy: 5, ..read }.is_fair(), "SCHED_IDLE");
         assert_eq!(fmt_ms(1_400_000), "1.4 ms");
@@ -487,12 +538,15 @@ mod tests {
             other_policy: vec![(1, 1)],
             own_slice: 2,
             own_example: Some((12, 5_000_000)),
+            own_reset_on_fork: 1,
+            negative_nice: 2,
             gone: 1,
         };
         assert_eq!(
             s.describe(),
             "2 threads set to 100 ms, 1 had it already; kept their own: 1 SCHED_FIFO thread, \
-             2 threads with a slice someone else set (thread 12: 5 ms); 1 exited meanwhile"
+             2 threads with a slice someone else set (thread 12: 5 ms), 1 thread resetting \
+             its children's attributes itself, 2 threads at a negative nice; 1 exited meanwhile"
         );
         let one = SliceSet {
             slice_ns: 100_000_000,

@@ -35,12 +35,13 @@ fn dir(root: &Path, pid: u32) -> ProcDir {
 fn threads_at_the_default_get_the_slice_and_the_others_keep_theirs() {
     let root = fixture("multinode-4n");
     let mut ops = FakeSlices::with_threads(BASE, &DB_THREADS);
-    // A batch thread at nice 5 that resets its children: all of that is passed back.
+    // A batch thread at nice 5: its policy and nice are passed back, with the flag that
+    // gives its children the default slice.
     ops.attrs.insert(
         1000,
         SchedAttr {
             policy: slice::SCHED_BATCH,
-            flags: slice::SCHED_FLAG_RESET_ON_FORK,
+            flags: 0,
             nice: 5,
             priority: 0,
             runtime_ns: BASE,
@@ -84,6 +85,60 @@ fn threads_at_the_default_get_the_slice_and_the_others_keep_theirs() {
         "1 thread set to 100 ms, 1 had it already; kept their own: 1 SCHED_FIFO thread, \
          1 thread with a slice someone else set (thread 1002: 5 ms)"
     );
+}
+
+#[test]
+fn threads_that_reset_their_children_or_run_at_negative_nice_keep_their_attributes() {
+    let root = fixture("multinode-4n");
+    let mut ops = FakeSlices::with_threads(BASE, &DB_THREADS);
+    let reset = SchedAttr {
+        flags: slice::SCHED_FLAG_RESET_ON_FORK,
+        ..fair(BASE)
+    };
+    ops.attrs.insert(1000, reset); // its owner's flag: homenode could not tell it from its own
+    ops.attrs.insert(
+        1001,
+        SchedAttr {
+            nice: -5,
+            ..fair(BASE)
+        },
+    );
+    // homenode's earlier slice, with the flag homenode set: replaced, the flag kept.
+    ops.attrs.insert(
+        1002,
+        SchedAttr {
+            flags: slice::SCHED_FLAG_RESET_ON_FORK,
+            ..fair(50_000_000)
+        },
+    );
+    let ours = [HOMENODE, 50_000_000];
+    let done = slice::set_threads_slice(&dir(&root, 1000), HOMENODE, BASE, &ours, &mut ops)
+        .expect("set")
+        .expect_alive("db");
+    assert_eq!(
+        (done.set, done.own_reset_on_fork, done.negative_nice),
+        (2, 1, 1)
+    );
+    assert_eq!(ops.attrs[&1000], reset);
+    assert_eq!((ops.slice_of(1001), ops.attrs[&1001].nice), (BASE, -5));
+    for t in [1002, 1003] {
+        assert_eq!(ops.slice_of(t), HOMENODE);
+        assert!(ops.attrs[&t].resets_on_fork(), "thread {t}");
+    }
+    assert_eq!(
+        done.describe(),
+        "2 threads set to 100 ms; kept their own: 1 thread resetting its children's \
+         attributes itself, 1 thread at a negative nice"
+    );
+    // Taking it back clears homenode's flag and leaves the owner's.
+    let back = slice::restore_threads_slice(&dir(&root, 1000), &ours, &mut ops)
+        .expect("restore")
+        .expect_alive("db");
+    assert_eq!((back.restored, back.left), (2, 2));
+    for t in [1002, 1003] {
+        assert_eq!(ops.attrs[&t], fair(BASE), "thread {t}");
+    }
+    assert_eq!(ops.attrs[&1000], reset);
 }
 
 #[test]

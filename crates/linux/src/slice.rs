@@ -374,8 +374,8 @@ fn each_thread(
 /// one of `ours` (slices homenode gave this process: the new one and any earlier one), threads
 /// whose owner set `SCHED_FLAG_RESET_ON_FORK`, and threads at a negative nice: they keep
 /// theirs (module docs). Lists `task/` again until no new thread appears (at most 4
-/// passes). `Gone` when the process has exited. An error from any thread stops the pass: the threads already set keep
-/// the slice, and the caller's journal says it is homenode's.
+/// passes). `Gone` when the process has exited. An error from any thread stops the pass: the
+/// threads already set keep the slice, and the caller's journal says it is homenode's.
 pub fn set_threads_slice(
     dir: &ProcDir,
     slice_ns: u64,

@@ -94,6 +94,9 @@ pub struct CpuModel {
     /// so they push out the random data; 0: a scan-resistant cache that inserts them where
     /// they leave first (the simulator's `kernel::lru`).
     pub llc_stream_share: f64,
+    /// Ways of the last-level cache: lines per set, each set filled from the pages that land
+    /// on it (docs/MODEL.md §4, "Sets"); `None`: fully associative.
+    pub llc_ways: Option<u32>,
 }
 
 impl CpuModel {

@@ -105,6 +105,9 @@ pub struct CpuSpec {
     /// (`homenode bench probe` measures it); absent: 0, streams do not push out other data.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub llc_stream_share: f64,
+    /// Ways of the last-level cache (lines per set), >= 1; absent: fully associative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_ways: Option<u32>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -379,6 +382,13 @@ impl MachineSpec {
                 format!("is {}, must be a number from 0 to 1", c.llc_stream_share),
             ));
         }
+        if c.llc_ways == Some(0) {
+            return Err(TopoError::impossible(
+                o,
+                "cpu.llc_ways",
+                "is 0, must be >= 1",
+            ));
+        }
         Ok(CpuModel {
             freq_mhz: c.freq_mhz,
             mlp: c.mlp,
@@ -390,6 +400,7 @@ impl MachineSpec {
             out_of_order: c.out_of_order,
             refill_ns: c.refill_ns,
             llc_stream_share: c.llc_stream_share,
+            llc_ways: c.llc_ways,
         })
     }
 

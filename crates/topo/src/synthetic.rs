@@ -136,6 +136,7 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
             out_of_order: base.cpu.out_of_order,
             refill_ns: base.cpu.refill_ns,
             llc_stream_share: base.cpu.llc_stream_share,
+            llc_ways: base.cpu.llc_ways,
         },
         memory,
         node_overrides: Vec::new(),

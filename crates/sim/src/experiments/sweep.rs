@@ -62,7 +62,7 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 11] = [
+pub const MACHINE_PARAMS: [&str; 12] = [
     "freq_mhz",
     "out_of_order",
     "llc_kib",
@@ -71,6 +71,7 @@ pub const MACHINE_PARAMS: [&str; 11] = [
     "llc_latency_ns",
     "refill_ns",
     "llc_stream_share",
+    "llc_ways",
     "local_latency_ns",
     "bandwidth_gbps",
     "remote_bandwidth_ratio",
@@ -133,6 +134,10 @@ fn valid_range(param: &str) -> ValidRange {
             ..ValidRange::new(0.0, 1.0, "0 (in order) or 1 (out of order)")
         },
         "llc_stream_share" => ValidRange::new(0.0, 1.0, "a share from 0 to 1"),
+        "llc_ways" => ValidRange {
+            whole: true,
+            ..ValidRange::new(0.0, 1024.0, "ways from 1 to 1024, or 0 (fully associative)")
+        },
         _ => ValidRange::new(f64::MIN_POSITIVE, f64::MAX, "a positive number"),
     }
 }
@@ -174,6 +179,7 @@ pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
         "llc_latency_ns" => t.cpu_model.llc_latency_ns = Some(v),
         "refill_ns" => t.cpu_model.refill_ns = Some(v),
         "llc_stream_share" => t.cpu_model.llc_stream_share = v,
+        "llc_ways" => t.cpu_model.llc_ways = (v >= 1.0).then_some(v as u32),
         "llc_kib" => t.cpu_model.llc_bytes = ((v * 1024.0).round() as u64).max(1),
         "local_latency_ns" => {
             let local = t.latency_ns[0][0];

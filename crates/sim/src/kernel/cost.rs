@@ -17,6 +17,7 @@
 //! own queue (`cpu.stream_mlp` given) overlap the random misses too.
 
 use super::lru::{LruShare, lines_per_op};
+use super::sets::SetMapping;
 use crate::memory::Region;
 use crate::program::{OpCost, Pattern};
 use topo::{NodeId, Topology};
@@ -363,6 +364,7 @@ pub fn linear_op_into(
         at.cache_share,
         line,
         topo.cpu_model.llc_stream_share,
+        set_mapping(topo),
     );
     out.random_footprint = random_footprint;
     out.cached_bytes = lru.random_bytes_held(op, at.regions, line);
@@ -739,6 +741,16 @@ fn footprint(
     total
 }
 
+/// How the machine's LLC maps lines to sets (`kernel::sets`), or `None` for a fully
+/// associative one.
+fn set_mapping(topo: &Topology) -> Option<SetMapping> {
+    let cpu = &topo.cpu_model;
+    cpu.llc_ways.map(|ways| SetMapping {
+        ways,
+        page_lines: topo.memory.page_bytes as f64 / cpu.line_bytes as f64,
+    })
+}
+
 /// Time of one operation of `op` on a CPU of `node` with no coherence stall, ns: core cycles
 /// and the lines it misses with the whole LLC to itself at the idle local latency, over MLP,
 /// added on an in-order core and overlapped on an out-of-order one as in [`linear_op`].
@@ -753,6 +765,7 @@ pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId
         cpu.llc_bytes as f64,
         line,
         cpu.llc_stream_share,
+        set_mapping(topo),
     );
     let hit = |i: usize| lru.hit(op, regions, i, line);
     let lines = |a: &crate::program::Access| lines_per_op(a, line);

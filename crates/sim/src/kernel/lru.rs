@@ -21,6 +21,7 @@
 //! back once per pass). Random regions alone reduce to the hit ratio `share / footprint` of
 //! the model before streams counted (one region is taken in that closed form, to the bit).
 
+use super::sets::{LinesPerSet, MAX_POINTS, SetMapping};
 use crate::memory::Region;
 use crate::program::{Access, OpCost, Pattern};
 
@@ -85,13 +86,17 @@ where
 }
 
 /// How a share of the cache treats one operation's random regions.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LruShare {
     /// One random region and no streams that count: this hit ratio, `share / footprint`.
     Uniform(f64),
     /// The characteristic time, in the task's operations (infinite: the random regions and
     /// what counts of the streams fit).
     Time(f64),
+    /// A set-associative cache (`kernel::sets`): the characteristic time of a set holding
+    /// `n` of the random lines, for the points of their spread over the sets, each with the
+    /// share of the lines in such sets: `(share, time)`.
+    Sets(Box<[(f64, f64); MAX_POINTS]>, usize),
 }
 
 /// The lines per operation that `op` touches of access `i`'s region with its pattern (a
@@ -148,22 +153,42 @@ fn uses<'a>(
 
 impl LruShare {
     /// Solve for `op` over `regions` with `share` bytes of cache, `line` bytes per line and
-    /// streamed lines counting for `stream_share`.
+    /// streamed lines counting for `stream_share`; in a fully associative cache when `sets`
+    /// is `None`, else in one mapped by `sets` (`kernel::sets`).
     pub fn solve(
         op: &OpCost,
         regions: &[Region],
         share: f64,
         line: f64,
         stream_share: f64,
+        sets: Option<SetMapping>,
     ) -> LruShare {
         let random = uses(op, regions, Pattern::Random, line);
         let streams = uses(op, regions, Pattern::Stream, line);
         let cache_lines = share / line;
         let streams_count = stream_share > 0.0 && streams.clone().next().is_some();
+        let spread = sets.and_then(|m| {
+            let lines: f64 = random.clone().map(|u| u.lines).sum();
+            Some((m, LinesPerSet::of(lines, cache_lines, m)?, lines))
+        });
         if !streams_count && random.clone().count() == 1 {
+            if let Some((m, spread, _)) = spread {
+                return LruShare::Uniform(spread.uniform_hit(m.ways));
+            }
             if let Some(bytes) = random_region_bytes(op, regions) {
                 return LruShare::Uniform((share / bytes).min(1.0));
             }
+        }
+        if let Some((m, spread, lines)) = spread {
+            return Self::in_sets(
+                random,
+                streams,
+                stream_share,
+                cache_lines,
+                m,
+                &spread,
+                lines,
+            );
         }
         LruShare::Time(characteristic_time(
             random,
@@ -173,12 +198,54 @@ impl LruShare {
         ))
     }
 
+    /// Che's approximation in each set: a set that drew `n` of the `lines` random lines holds
+    /// `n / lines` of each random region (at the region's own rate per line), a `1 / sets`
+    /// part of each stream, and `ways` lines.
+    fn in_sets<R, S>(
+        random: R,
+        streams: S,
+        stream_share: f64,
+        cache_lines: f64,
+        m: SetMapping,
+        spread: &LinesPerSet,
+        lines: f64,
+    ) -> LruShare
+    where
+        R: Iterator<Item = RegionUse> + Clone,
+        S: Iterator<Item = RegionUse> + Clone,
+    {
+        let ways = f64::from(m.ways.max(1));
+        let sets = (cache_lines / ways).floor();
+        let mut out = [(0.0, 0.0); MAX_POINTS];
+        let points = spread.points();
+        for (o, &(n, w)) in out.iter_mut().zip(points) {
+            let part = n / lines;
+            let in_set = random.clone().map(move |u| RegionUse {
+                lines: u.lines * part,
+                per_op: u.per_op * part,
+            });
+            let streamed = streams.clone().map(move |u| RegionUse {
+                lines: u.lines / sets,
+                per_op: u.per_op / sets,
+            });
+            *o = (w, characteristic_time(in_set, streamed, stream_share, ways));
+        }
+        LruShare::Sets(Box::new(out), points.len())
+    }
+
     /// The hit ratio of access `i` of `op` (0 for a stream).
     pub fn hit(&self, op: &OpCost, regions: &[Region], i: usize, line: f64) -> f64 {
-        match (*self, op.accesses[i].pattern) {
+        match (self, op.accesses[i].pattern) {
             (_, Pattern::Stream) => 0.0,
-            (LruShare::Uniform(h), Pattern::Random) => h,
-            (LruShare::Time(t), Pattern::Random) => region_use(op, regions, i, line).random_hit(t),
+            (LruShare::Uniform(h), Pattern::Random) => *h,
+            (LruShare::Time(t), Pattern::Random) => region_use(op, regions, i, line).random_hit(*t),
+            (LruShare::Sets(points, len), Pattern::Random) => {
+                let u = region_use(op, regions, i, line);
+                points[..*len]
+                    .iter()
+                    .map(|&(w, t)| w * u.random_hit(t))
+                    .sum()
+            }
         }
     }
 
@@ -273,7 +340,7 @@ mod tests {
             accesses: vec![access(0, Pattern::Random, 8.0)],
         };
         let r = vec![region(8 << 20)];
-        let lru = LruShare::solve(&op, &r, (2 << 20) as f64, LINE, 1.0);
+        let lru = LruShare::solve(&op, &r, (2 << 20) as f64, LINE, 1.0, None);
         assert_eq!(lru, LruShare::Uniform(0.25));
         assert_eq!(lru.random_bytes_held(&op, &r, LINE), (2 << 20) as f64);
     }
@@ -288,7 +355,7 @@ mod tests {
             ],
         };
         let r = vec![region(4 << 20), region(4 << 20)];
-        let lru = LruShare::solve(&op, &r, (2 << 20) as f64, LINE, 1.0);
+        let lru = LruShare::solve(&op, &r, (2 << 20) as f64, LINE, 1.0, None);
         for i in 0..2 {
             assert!((lru.hit(&op, &r, i, LINE) - 0.25).abs() < 1e-9);
         }
@@ -298,12 +365,12 @@ mod tests {
     fn streams_push_the_random_array_out_of_a_share_that_holds_it() {
         let (op, r) = randupdt();
         // 8 MiB holds the 7.6 MiB array, but the 12 MB of streams per pass take their part.
-        let lru = LruShare::solve(&op, &r, (8 << 20) as f64, LINE, 1.0);
+        let lru = LruShare::solve(&op, &r, (8 << 20) as f64, LINE, 1.0, None);
         let hit = lru.hit(&op, &r, 2, LINE);
         assert!(hit > 0.70 && hit < 0.85, "hit {hit}");
         assert_eq!(lru.hit(&op, &r, 0, LINE), 0.0);
         // With 16 MiB the streams leave the array almost whole.
-        let big = LruShare::solve(&op, &r, (16 << 20) as f64, LINE, 1.0);
+        let big = LruShare::solve(&op, &r, (16 << 20) as f64, LINE, 1.0, None);
         let hit = big.hit(&op, &r, 2, LINE);
         assert!(hit > 0.99 && hit < 1.0, "hit {hit}");
     }
@@ -311,7 +378,7 @@ mod tests {
     #[test]
     fn a_share_that_holds_every_region_keeps_the_array_and_streams_still_miss() {
         let (op, r) = randupdt();
-        let lru = LruShare::solve(&op, &r, (32 << 20) as f64, LINE, 1.0);
+        let lru = LruShare::solve(&op, &r, (32 << 20) as f64, LINE, 1.0, None);
         assert_eq!(lru, LruShare::Time(f64::INFINITY));
         assert_eq!(lru.hit(&op, &r, 2, LINE), 1.0);
         assert_eq!(lru.hit(&op, &r, 0, LINE), 0.0);
@@ -321,7 +388,7 @@ mod tests {
     fn the_characteristic_time_fills_the_share_exactly() {
         let (op, r) = randupdt();
         let share = (4 << 20) as f64;
-        let LruShare::Time(t) = LruShare::solve(&op, &r, share, LINE, 1.0) else {
+        let LruShare::Time(t) = LruShare::solve(&op, &r, share, LINE, 1.0, None) else {
             panic!("expected a characteristic time");
         };
         let random = 125_000.0 * -(-t / 125_000.0f64).exp_m1();

@@ -23,6 +23,7 @@ mod rates;
 mod run;
 mod runlist;
 pub mod sched_api;
+mod sets;
 mod solve_memo;
 pub mod task;
 mod ticks;

@@ -13,6 +13,8 @@ struct Llc {
     sharers: Option<CpuSet>,
     bytes: Option<u64>,
     line_bytes: Option<u64>,
+    /// `ways_of_associativity`; 0 (fully associative) reads as none.
+    ways: Option<u32>,
 }
 
 /// Cores and LLCs of all CPUs.
@@ -24,6 +26,7 @@ pub(super) struct Grouping {
     /// The largest LLC size found.
     pub(super) llc_bytes: Option<u64>,
     pub(super) line_bytes: Option<u64>,
+    pub(super) llc_ways: Option<u32>,
 }
 
 /// What sysfs says about one CPU.
@@ -80,10 +83,14 @@ impl Reader<'_> {
                 return Err(self.err(&line_rel, format!("{l} is not a power of two")));
             }
         }
+        let ways = self
+            .number_opt::<u32>(&format!("{idx}/ways_of_associativity"))?
+            .filter(|&w| w > 0);
         Ok(Some(Llc {
             sharers: self.list_opt(&format!("{idx}/shared_cpu_list"))?,
             bytes,
             line_bytes,
+            ways,
         }))
     }
 
@@ -111,11 +118,15 @@ impl Reader<'_> {
         let line_bytes = facts
             .iter()
             .find_map(|f| f.llc.as_ref().and_then(|l| l.line_bytes));
+        let llc_ways = facts
+            .iter()
+            .find_map(|f| f.llc.as_ref().and_then(|l| l.ways));
         Grouping {
             core,
             llc,
             llc_bytes,
             line_bytes,
+            llc_ways,
         }
     }
 

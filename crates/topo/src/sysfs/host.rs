@@ -275,6 +275,7 @@ impl Reader<'_> {
                 out_of_order: base.cpu.out_of_order,
                 refill_ns: base.cpu.refill_ns,
                 llc_stream_share: base.cpu.llc_stream_share,
+                llc_ways: grouping.llc_ways,
             },
             memory: MemoryModel {
                 loaded_latency_ratio: base.memory.loaded_latency_ratio,

@@ -14,7 +14,7 @@
 //! | a node's memory | `node/nodeN/meminfo`, the `Node N MemTotal: X kB` line |
 //! | SLIT | `node/nodeN/distance`: one row, one entry per online node, in node order |
 //! | SMT siblings | `cpu/cpuC/topology/thread_siblings_list`, else `physical_package_id` + `core_id` |
-//! | last-level cache | `cpu/cpuC/cache/indexI/`: the highest `level` that is not an instruction cache; its `shared_cpu_list`, `size` (`32768K`) and `coherency_line_size` |
+//! | last-level cache | `cpu/cpuC/cache/indexI/`: the highest `level` that is not an instruction cache; its `shared_cpu_list`, `size` (`32768K`), `coherency_line_size` and `ways_of_associativity` (0, fully associative, reads as none) |
 //! | clock | `cpu/cpuF/cpufreq/cpuinfo_max_freq` (kHz, F = first online CPU), else the largest `cpu MHz` of `/proc/cpuinfo` |
 //!
 //! A kernel without NUMA (no `node` directory) gives one node holding every online CPU and the

@@ -207,6 +207,7 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         out_of_order: false,
                         refill_ns: None,
                         llc_stream_share: 0.0,
+                        llc_ways: None,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

@@ -42,6 +42,7 @@ pub fn memory_bound(t: &Topology) -> String {
          it streams through (`b`, `ix`), which {streams}: `cpu.llc_stream_share`, \
          docs/MODEL.md §4."
     );
+    let _ = writeln!(s, "{}", sets(t));
     let _ = writeln!(
         s,
         "- *Work*: numa_test's `randupdt` (random read-modify-write of an 8 MB-per-million \
@@ -49,6 +50,26 @@ pub fn memory_bound(t: &Topology) -> String {
          per access from docs/MODEL.md."
     );
     s
+}
+
+/// The bullet on the LLC's sets: its ways and the page that spreads a region over them.
+fn sets(t: &Topology) -> String {
+    let page_kib = t.memory.page_bytes / 1024;
+    match t.cpu_model.llc_ways {
+        None => "- *Sets*: the LLC is taken as fully associative (no source for its ways, \
+                 docs/MACHINES.md): random data that fit the share always hit."
+            .to_string(),
+        Some(1) => format!(
+            "- *Sets*: the LLC is direct-mapped; a task's random data land on its lines by its \
+             {page_kib} KiB pages, so some lines share a place and evict each other even when \
+             the data fit (docs/MODEL.md §4, \"Sets\")."
+        ),
+        Some(k) => format!(
+            "- *Sets*: the LLC is {k}-way set associative; a task's random data spread over \
+             its sets by its {page_kib} KiB pages, and a set holds {k} of the lines it draws \
+             (docs/MODEL.md §4, \"Sets\")."
+        ),
+    }
 }
 
 /// Markdown bullet list for the kbuild + bonnie mix; `disks` as the experiment's `[mix]`
@@ -63,6 +84,7 @@ pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> S
          placement and early balancing decide how much of their memory is remote.",
         t.cpu_model.llc_bytes as f64 / (1u64 << 20) as f64
     );
+    let _ = writeln!(s, "{}", sets(t));
     let Some(n) = disks else {
         let _ = writeln!(
             s,

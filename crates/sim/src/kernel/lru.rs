@@ -385,6 +385,34 @@ mod tests {
     }
 
     #[test]
+    fn sets_cost_hits_near_the_knee_and_hardly_far_above_it() {
+        let (op, r) = randupdt();
+        let four = Some(SetMapping {
+            ways: 4,
+            page_lines: 256.0,
+        });
+        let hit = |share: f64, sets| {
+            LruShare::solve(&op, &r, share, LINE, 1.0, sets).hit(&op, &r, 2, LINE)
+        };
+        // 16 MiB holds the array beside its streams when fully associative; in 4-way sets the
+        // sets that drew more of its lines lose some.
+        let (fully, in_sets) = (hit((16 << 20) as f64, None), hit((16 << 20) as f64, four));
+        assert!(fully > 0.99 && in_sets < fully - 0.01, "{fully} {in_sets}");
+        // At a quarter of the array both miss most of it, within a few points.
+        let (fully, in_sets) = (hit((2 << 20) as f64, None), hit((2 << 20) as f64, four));
+        assert!(
+            in_sets < fully && fully - in_sets < 0.03,
+            "{fully} {in_sets}"
+        );
+        // Without streams that count, one random region takes the closed form over the sets.
+        let lone = LruShare::solve(&op, &r, (8 << 20) as f64, LINE, 0.0, four);
+        assert!(
+            matches!(lone, LruShare::Uniform(h) if h > 0.8 && h < 1.0),
+            "{lone:?}"
+        );
+    }
+
+    #[test]
     fn the_characteristic_time_fills_the_share_exactly() {
         let (op, r) = randupdt();
         let share = (4 << 20) as f64;

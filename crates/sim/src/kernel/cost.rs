@@ -564,7 +564,13 @@ impl TurnWalk {
             1.0
         } else {
             let reach = self.start[k - 1] - own_now;
-            self.missed[k - 1] * (1.0 - (self.own[k - 1].min(reach) / fp).min(1.0))
+            let own = self.own[k - 1];
+            if own <= reach {
+                // The whole run is within reach: what the walk already multiplied in.
+                self.missed[k]
+            } else {
+                self.missed[k - 1] * (1.0 - (reach / fp).min(1.0))
+            }
         };
         let tail = self.start[self.len] - own_now;
         let missed = if k == self.len && tail > 0.0 {
@@ -681,6 +687,13 @@ pub fn refill_after_turns(
     }
     let dv = h / f64::from(REFILL_STEPS);
     let logs = RefillLogs::of(h);
+    // Lines are a power of two of bytes: dividing by one is multiplying by its inverse, to
+    // the bit (both round the same exact quotient), and a division costs several products.
+    let per_byte = 1.0 / line_bytes;
+    let exact_inverse = line_bytes > 0.0
+        && line_bytes.is_normal()
+        && line_bytes.to_bits() & ((1 << 52) - 1) == 0
+        && per_byte.is_normal();
     let (mut lines, mut t, mut ln_lo) = (0.0, 0.0, 0.0);
     for k in 0..REFILL_STEPS {
         let lo = f64::from(k) * dv;
@@ -700,7 +713,12 @@ pub fn refill_after_turns(
         // Per random line touched, `h - q` extra misses; `(1 - v)` of the touches in `dv`
         // are new lines, so `dx = random dv / (1 - v)` (taken at the midpoint, exact when
         // `h - q` is proportional to `1 - v`, as it is for a footprint the cache holds).
-        let d_lines = (h - q).max(0.0) / (1.0 - mid) * (hi - lo) * random / line_bytes;
+        let bytes = (h - q).max(0.0) / (1.0 - mid) * (hi - lo) * random;
+        let d_lines = if exact_inverse {
+            bytes * per_byte
+        } else {
+            bytes / line_bytes
+        };
         let d_t = (ln_hi - ln_lo) * per_ln * op_ns + d_lines * per_line_ns;
         ln_lo = ln_hi;
         if t + d_t >= run_ns {

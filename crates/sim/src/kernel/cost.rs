@@ -566,7 +566,13 @@ impl TurnWalk {
             1.0
         } else {
             let reach = self.start[k - 1] - own_now;
-            self.missed[k - 1] * (1.0 - (self.own[k - 1].min(reach) / fp).min(1.0))
+            let own = self.own[k - 1];
+            if own <= reach {
+                // The whole run is within reach: what the walk already multiplied in.
+                self.missed[k]
+            } else {
+                self.missed[k - 1] * (1.0 - (reach / fp).min(1.0))
+            }
         };
         let tail = self.start[self.len] - own_now;
         let missed = if k == self.len && tail > 0.0 {
@@ -655,12 +661,28 @@ pub fn refill_after_turns(
     op_ns: f64,
     run_ns: f64,
 ) -> (f64, f64) {
+    refill_after_turns_bounded(op, walk, llc_bytes, line_bytes, per_line_ns, op_ns, run_ns).0
+}
+
+/// [`refill_after_turns`], and the runs it holds for as well: `Some(end)` when any run longer
+/// than `end` gives the same figures (the run's length did not cut the integral, and no step
+/// ended at or after `end`), `None` when a run of another length might not.
+#[allow(clippy::too_many_arguments)]
+fn refill_after_turns_bounded(
+    op: &LinearOp,
+    walk: &TurnWalk,
+    llc_bytes: f64,
+    line_bytes: f64,
+    per_line_ns: f64,
+    op_ns: f64,
+    run_ns: f64,
+) -> ((f64, f64), Option<f64>) {
     let random = op.random_footprint;
     if op.cached_bytes <= 0.0 || random <= 0.0 || op.random_lines <= 0.0 {
-        return (0.0, 0.0);
+        return ((0.0, 0.0), Some(f64::NEG_INFINITY));
     }
     if walk.held >= 1.0 {
-        return (0.0, 0.0);
+        return ((0.0, 0.0), Some(f64::NEG_INFINITY));
     }
     let h = (op.cached_bytes / random).min(1.0);
     let random_bytes = op.random_lines * line_bytes;
@@ -669,6 +691,7 @@ pub fn refill_after_turns(
     // Operations per unit of `-ln(1 - v)`: `ops(v) = -ln(1 - v) * per_ln` operations touch a
     // fraction `v` of the random lines.
     let per_ln = random / random_bytes;
+    let mut bounded = true;
     if walk.nothing_held() && h < 1.0 {
         // Back after the others filled the reach (a long absence, the common case of long
         // turns): `q = v`, and the integral has a closed form, `v + (1 - h) ln(1 - v)`
@@ -678,12 +701,22 @@ pub fn refill_after_turns(
         let own = h * random + (ln_h * per_ln * stream_bytes).min(stream_footprint);
         let t = ln_h * per_ln * op_ns + lines * per_line_ns;
         if own < llc_bytes && t <= run_ns {
-            return (lines * per_line_ns, lines);
+            return ((lines * per_line_ns, lines), None);
         }
+        // A longer run might have taken the closed form.
+        bounded = false;
     }
     let dv = h / f64::from(REFILL_STEPS);
     let logs = RefillLogs::of(h);
+    // Lines are a power of two of bytes: dividing by one is multiplying by its inverse, to
+    // the bit (both round the same exact quotient), and a division costs several products.
+    let per_byte = 1.0 / line_bytes;
+    let exact_inverse = line_bytes > 0.0
+        && line_bytes.is_normal()
+        && line_bytes.to_bits() & ((1 << 52) - 1) == 0
+        && per_byte.is_normal();
     let (mut lines, mut t, mut ln_lo) = (0.0, 0.0, 0.0);
+    let mut end = f64::NEG_INFINITY;
     for k in 0..REFILL_STEPS {
         let lo = f64::from(k) * dv;
         let hi = (f64::from(k + 1) * dv).min(1.0 - 1e-12);
@@ -702,17 +735,153 @@ pub fn refill_after_turns(
         // Per random line touched, `h - q` extra misses; `(1 - v)` of the touches in `dv`
         // are new lines, so `dx = random dv / (1 - v)` (taken at the midpoint, exact when
         // `h - q` is proportional to `1 - v`, as it is for a footprint the cache holds).
-        let d_lines = (h - q).max(0.0) / (1.0 - mid) * (hi - lo) * random / line_bytes;
+        let bytes = (h - q).max(0.0) / (1.0 - mid) * (hi - lo) * random;
+        let d_lines = if exact_inverse {
+            bytes * per_byte
+        } else {
+            bytes / line_bytes
+        };
         let d_t = (ln_hi - ln_lo) * per_ln * op_ns + d_lines * per_line_ns;
         ln_lo = ln_hi;
-        if t + d_t >= run_ns {
+        let step_end = t + d_t;
+        if step_end >= run_ns {
             lines += d_lines * ((run_ns - t) / d_t).clamp(0.0, 1.0);
+            bounded = false;
             break;
+        }
+        // A run longer than every step's end takes the same steps (`NaN` never compares).
+        if step_end.is_nan() {
+            bounded = false;
+        } else if step_end > end {
+            end = step_end;
         }
         lines += d_lines;
         t += d_t;
     }
-    (lines * per_line_ns, lines)
+    ((lines * per_line_ns, lines), bounded.then_some(end))
+}
+
+/// A task's last refill after turns ([`TurnHistory::walk`] and [`refill_after_turns`]) with
+/// the bits it was computed from. A task that takes turns with the same others comes back
+/// to the same history, after the same bytes of theirs, with the same operation: then the
+/// walk and the integral are the ones it had, and are taken from here. A different run
+/// length gives the same figures when it is longer than every step of the integral, which
+/// is remembered too. Inputs are compared as bits, so a hit returns the same bits as the
+/// computation it stands for.
+#[derive(Clone, Debug, Default)]
+pub struct RefillMemo {
+    walk: Option<(WalkKey, TurnWalk)>,
+    refill: Option<RefillEntry>,
+}
+
+/// What [`TurnHistory::walk`] reads.
+#[derive(Clone, Copy, Debug)]
+struct WalkKey {
+    runs: [(f64, f64); TURN_RUNS],
+    len: usize,
+    others: f64,
+    llc_bytes: f64,
+    footprint: f64,
+}
+
+/// What [`refill_after_turns`] reads besides the walk, the run's length, its result, and the
+/// run length beyond which that result holds for any run (infinite when only for this one).
+#[derive(Clone, Copy, Debug)]
+struct RefillEntry {
+    key: [f64; 9],
+    run_ns: f64,
+    result: (f64, f64),
+    end: f64,
+}
+
+/// The same bits.
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits()
+}
+
+impl WalkKey {
+    fn same_as(&self, o: &WalkKey) -> bool {
+        same(self.others, o.others)
+            && self.len == o.len
+            && same(self.llc_bytes, o.llc_bytes)
+            && same(self.footprint, o.footprint)
+            && self
+                .runs
+                .iter()
+                .zip(&o.runs)
+                .all(|(a, b)| same(a.0, b.0) && same(a.1, b.1))
+    }
+}
+
+impl RefillMemo {
+    /// [`TurnHistory::walk`], the last one again if asked for the same bits. A new walk
+    /// forgets the integral, which was for the old one.
+    pub fn walk(
+        &mut self,
+        turns: &TurnHistory,
+        others: f64,
+        llc_bytes: f64,
+        footprint: f64,
+    ) -> &TurnWalk {
+        let key = WalkKey {
+            runs: turns.runs,
+            len: turns.len,
+            others,
+            llc_bytes,
+            footprint,
+        };
+        if !self.walk.as_ref().is_some_and(|(k, _)| k.same_as(&key)) {
+            self.walk = Some((key, turns.walk(others, llc_bytes, footprint)));
+            self.refill = None;
+        }
+        &self.walk.as_ref().expect("just made").1
+    }
+
+    /// [`refill_after_turns`] for the last [`RefillMemo::walk`], the last figures again if
+    /// asked for the same bits and a run they hold for.
+    pub fn refill(
+        &mut self,
+        op: &LinearOp,
+        line_bytes: f64,
+        per_line_ns: f64,
+        op_ns: f64,
+        run_ns: f64,
+    ) -> (f64, f64) {
+        let (wk, walk) = self.walk.as_ref().expect("a walk first");
+        let key = [
+            op.random_footprint,
+            op.cached_bytes,
+            op.random_lines,
+            op.touched_lines,
+            op.footprint,
+            wk.llc_bytes,
+            line_bytes,
+            per_line_ns,
+            op_ns,
+        ];
+        if let Some(e) = &self.refill
+            && (run_ns > e.end || same(run_ns, e.run_ns))
+            && e.key.iter().zip(&key).all(|(&a, &b)| same(a, b))
+        {
+            return e.result;
+        }
+        let (result, end) = refill_after_turns_bounded(
+            op,
+            walk,
+            wk.llc_bytes,
+            line_bytes,
+            per_line_ns,
+            op_ns,
+            run_ns,
+        );
+        self.refill = Some(RefillEntry {
+            key,
+            run_ns,
+            result,
+            end: end.unwrap_or(f64::INFINITY),
+        });
+        result
+    }
 }
 
 /// Bytes of the distinct regions an operation reads at random.
@@ -2022,6 +2191,44 @@ mod tests {
             turn as f64,
         )
         .1
+    }
+
+    #[test]
+    fn the_refill_memo_gives_the_bits_of_the_refill_it_stands_for() {
+        let line = 64.0;
+        let mib = 1024.0 * 1024.0;
+        let op = LinearOp {
+            random_lines: 1.0,
+            touched_lines: 3.0,
+            random_footprint: 6.0 * mib,
+            footprint: 10.0 * mib,
+            cached_bytes: 3.0 * mib,
+            ..Default::default()
+        };
+        let llc = 4.0 * mib;
+        let mut memo = RefillMemo::default();
+        let mut h = TurnHistory::default();
+        // Runs of every length around the integral's own, histories that repeat and change,
+        // the others' bytes from none to the whole cache and more.
+        for round in 0..6 * TURN_RUNS {
+            let others = [0.0, 0.5, 3.0, 0.5, 5.0][round % 5] * mib;
+            for run_ns in [1e2, 1e4, 1e5, 1e6, 1e9, 1e5, 1e9] {
+                for op_ns in [10.0, 10.0, 20.0] {
+                    let held = memo.walk(&h, others, llc, op.footprint).held;
+                    let walk = h.walk(others, llc, op.footprint);
+                    assert_eq!(held.to_bits(), walk.held.to_bits());
+                    if held >= 1.0 {
+                        continue;
+                    }
+                    let want = refill_after_turns(&op, &walk, llc, line, 90.0, op_ns, run_ns);
+                    let got = memo.refill(&op, line, 90.0, op_ns, run_ns);
+                    assert_eq!(got.0.to_bits(), want.0.to_bits());
+                    assert_eq!(got.1.to_bits(), want.1.to_bits());
+                }
+            }
+            h.begin(others);
+            h.end([1.0, 2.0, 1.0][round % 3] * mib);
+        }
     }
 
     #[test]

@@ -438,8 +438,11 @@ impl Kernel {
             return (0.0, 0.0);
         }
         let llc_bytes = cpu_model.llc_bytes as f64;
-        let walk = task.turns.walk(others, llc_bytes, c.op.footprint);
-        if walk.held >= 1.0 {
+        let mut memo = c.refill.borrow_mut();
+        let held = memo
+            .walk(&task.turns, others, llc_bytes, c.op.footprint)
+            .held;
+        if held >= 1.0 {
             return (0.0, 0.0);
         }
         let mlp = cpu_model.mlp.max(1e-3);
@@ -450,10 +453,8 @@ impl Kernel {
             Some(r) => r + (latency - self.topo.latency_ns(node, node)) / mlp,
             None => (latency - cpu_model.llc_latency_ns.unwrap_or(0.0)) / mlp,
         };
-        super::cost::refill_after_turns(
+        memo.refill(
             &c.op,
-            &walk,
-            llc_bytes,
             cpu_model.line_bytes as f64,
             per_line_ns.max(0.0),
             c.op.ns(&self.q),

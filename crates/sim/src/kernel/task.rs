@@ -206,6 +206,9 @@ pub struct OpCache {
     pub share_bits: u64,
     pub mem_version: u64,
     pub op: LinearOp,
+    /// Its last refill after turns on its LLC, kept to be handed out again when it comes back
+    /// with the same inputs (a cell: the refill is asked for where the kernel is only read).
+    pub refill: std::cell::RefCell<super::cost::RefillMemo>,
 }
 
 impl OpCache {

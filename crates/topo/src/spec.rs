@@ -839,6 +839,11 @@ fault_overhead_ns = 1000
             ("llc_kib = 1024", "llc_kib = 0", "`cpu.llc_kib`"),
             (
                 "llc_kib = 1024",
+                "llc_kib = 1024\nllc_ways = 0",
+                "`cpu.llc_ways`",
+            ),
+            (
+                "llc_kib = 1024",
                 "llc_kib = 1024\nline_bytes = 48",
                 "`cpu.line_bytes`",
             ),

@@ -391,8 +391,12 @@ fn facts_line(
         line.push(plural(packages, "package"));
     }
     if !scaled.llc_assumed {
+        let ways = grouping
+            .llc_ways
+            .map(|w| format!(", {w}-way"))
+            .unwrap_or_default();
         line.push(format!(
-            "{} of {} KiB",
+            "{} of {} KiB{ways}",
             plural(scaled.llc_count, "LLC"),
             scaled.llc_bytes >> 10
         ));

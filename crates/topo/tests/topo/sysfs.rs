@@ -112,6 +112,12 @@ fn real_two_cpu_capture() {
     assert_eq!(t.llc_cpus(0).to_list_string(), "0-1");
     assert_eq!(t.cpu_model.llc_bytes, 32 << 20);
     assert_eq!(t.cpu_model.line_bytes, 64);
+    assert_eq!(t.cpu_model.llc_ways, Some(16));
+    assert!(
+        t.description.contains("32768 KiB, 16-way"),
+        "{}",
+        t.description
+    );
     // No cpufreq in this VM: the clock comes from /proc/cpuinfo.
     assert_eq!(t.cpu_model.freq_mhz, 2596.144);
     assert!(h.is_identity_numbered() && h.warnings.is_empty(), "{h:?}");
@@ -452,6 +458,28 @@ fn non_numeric_meminfo() {
     assert!(e.contains("no MemTotal"), "{e}");
     let e = t.remove(&rel).error(&rel);
     assert!(e.ends_with("is missing"), "{e}");
+}
+
+#[test]
+fn llc_ways_read_checked_and_zero_taken_as_fully_associative() {
+    let rel = format!("{CPU}/cpu0/cache/index3/ways_of_associativity");
+    let t = Tree::copy_of("real-2cpu");
+    let e = t.write(&rel, "sixteen\n").error(&rel);
+    assert!(e.contains("sixteen"), "{e}");
+    // Fully associative caches report 0; a cache without the file gives no ways either.
+    for cpu in ["cpu0", "cpu1"] {
+        t.write(
+            &format!("{CPU}/{cpu}/cache/index3/ways_of_associativity"),
+            "0\n",
+        );
+    }
+    let host = read_host(&t.0).expect("read");
+    assert_eq!(host.cpu_model.llc_ways, None);
+    for cpu in ["cpu0", "cpu1"] {
+        t.remove(&format!("{CPU}/{cpu}/cache/index3/ways_of_associativity"));
+    }
+    let host = read_host(&t.0).expect("read");
+    assert_eq!(host.cpu_model.llc_ways, None);
 }
 
 #[test]

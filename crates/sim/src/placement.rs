@@ -369,7 +369,7 @@ impl Placement {
             Action::SetSlice { slice_ns, .. } => {
                 self.stats.set_slice += 1;
                 for &t in &live {
-                    k.set_slice(t, *slice_ns);
+                    k.set_slice_resetting_on_fork(t, *slice_ns);
                 }
                 if *slice_ns == 0 {
                     self.slices.remove(&pi);

@@ -495,8 +495,12 @@ impl Kernel {
             vlag: 0,
             protect: false,
             // A new thread or child keeps its parent's slice (6.12's `__sched_fork` no longer
-            // resets it); exec does not change it either.
-            slice_req: parent.map_or(0, |p| self.tasks[p].slice_req),
+            // resets it), unless the parent has `SCHED_FLAG_RESET_ON_FORK` (then `sched_fork`
+            // gives the base and clears the flag in the child); exec does not change it.
+            slice_req: parent
+                .filter(|&p| !self.tasks[p].slice_reset_on_fork)
+                .map_or(0, |p| self.tasks[p].slice_req),
+            slice_reset_on_fork: false,
             vprot_short: None,
             placed: false,
             pelt: super::pelt::Pelt::default(),

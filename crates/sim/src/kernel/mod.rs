@@ -526,6 +526,14 @@ impl Kernel {
         self.custom_slices |= s > 0;
     }
 
+    /// [`Kernel::set_slice`] as the homenode daemon asks for it: with
+    /// `SCHED_FLAG_RESET_ON_FORK` while the slice lasts, so that the task's new threads and
+    /// children start with the base slice (DAEMON.md, "Scheduling slices").
+    pub fn set_slice_resetting_on_fork(&mut self, t: TaskId, slice_ns: Ns) {
+        self.set_slice(t, slice_ns);
+        self.tasks[t].slice_reset_on_fork = slice_ns > 0;
+    }
+
     /// Runnable tasks on a node's CPUs.
     pub fn node_nr_running(&self, node: NodeId) -> usize {
         self.topo

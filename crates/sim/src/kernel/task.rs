@@ -128,6 +128,9 @@ pub struct Task {
     /// than its slice (a queued task asked for less), the virtual time that protection ends
     /// (`se->vprot` below the deadline).
     pub slice_req: Ns,
+    /// `SCHED_FLAG_RESET_ON_FORK` with the slice: a thread or child it creates starts with
+    /// the base slice (the homenode daemon sets it with every slice it gives).
+    pub slice_reset_on_fork: bool,
     pub vprot_short: Option<u64>,
     /// Placed on a runqueue at least once (the first placement is a new task's).
     pub placed: bool,

@@ -291,6 +291,58 @@ fn with_slices(w: Workload, slices: &[(usize, u64)]) -> Sim {
     sim
 }
 
+/// A parent that computes 1 ms and then creates a thread and a child process, each computing.
+fn parent_with_offspring() -> Workload {
+    let kid = compute("kid", 1e6, 0);
+    let mut parent = compute("parent", 1e6, 0);
+    parent.phases.extend([
+        Phase::Thread {
+            program: 1,
+            count: 1,
+        },
+        Phase::Spawn {
+            program: 1,
+            count: 1,
+            exec: false,
+        },
+        Phase::Wait,
+    ]);
+    Workload {
+        name: "offspring".into(),
+        launches: vec![launch(0)],
+        programs: vec![parent, kid],
+        channels: 0,
+        disturbance: None,
+    }
+}
+
+#[test]
+fn offspring_keep_a_slice_unless_it_was_given_resetting_on_fork() {
+    let topo = machine(ONE_CPU);
+    for (resetting, want) in [(false, 50_000_000), (true, 0)] {
+        let mut sim = Sim::new(
+            topo.clone(),
+            Arc::new(parent_with_offspring()),
+            scheduler("linux", &topo),
+            1,
+        );
+        assert!(sim.step().expect("runs"));
+        if resetting {
+            sim.k.set_slice_resetting_on_fork(0, 50_000_000);
+        } else {
+            sim.k.set_slice(0, 50_000_000);
+        }
+        while sim.k.tasks.len() < 3 {
+            assert!(sim.step().expect("runs"));
+        }
+        let kids: Vec<u64> = sim.k.tasks[1..].iter().map(|t| t.slice_req).collect();
+        assert_eq!(kids, vec![want, want], "resetting {resetting}");
+        assert_eq!(sim.k.tasks[0].slice_req, 50_000_000);
+        assert!(sim.k.tasks[1..].iter().all(|t| !t.slice_reset_on_fork));
+        while sim.step().expect("runs") {}
+    }
+}
+
 #[test]
 fn a_task_that_asks_for_a_long_slice_takes_long_turns() {
     let topo = machine(ONE_CPU);

@@ -651,24 +651,12 @@ impl RefillLogs {
 /// absence this gives `F (h + (1 - h) ln(1 - h))` lines, the exact figure for LRU, not the
 /// whole of `h F`: while the task fills the cache again, many of its accesses would have
 /// missed alone too.
+///
+/// Returns the stall and the lines, and the runs they hold for as well: `Some(end)` when any
+/// run longer than `end` gives the same figures (the run's length did not cut the integral,
+/// and no step ended at or after `end`), `None` when a run of another length might not.
 #[allow(clippy::too_many_arguments)]
 pub fn refill_after_turns(
-    op: &LinearOp,
-    walk: &TurnWalk,
-    llc_bytes: f64,
-    line_bytes: f64,
-    per_line_ns: f64,
-    op_ns: f64,
-    run_ns: f64,
-) -> (f64, f64) {
-    refill_after_turns_bounded(op, walk, llc_bytes, line_bytes, per_line_ns, op_ns, run_ns).0
-}
-
-/// [`refill_after_turns`], and the runs it holds for as well: `Some(end)` when any run longer
-/// than `end` gives the same figures (the run's length did not cut the integral, and no step
-/// ended at or after `end`), `None` when a run of another length might not.
-#[allow(clippy::too_many_arguments)]
-fn refill_after_turns_bounded(
     op: &LinearOp,
     walk: &TurnWalk,
     llc_bytes: f64,
@@ -865,7 +853,7 @@ impl RefillMemo {
         {
             return e.result;
         }
-        let (result, end) = refill_after_turns_bounded(
+        let (result, end) = refill_after_turns(
             op,
             walk,
             wk.llc_bytes,
@@ -2026,6 +2014,7 @@ mod tests {
                 op_ns,
                 run,
             )
+            .0
         };
         let held_lines = 4.0 * mib / line;
         // Its 5 MiB (4 at random, 1 streamed) beside 11 MiB of others' lines: all survive.
@@ -2059,7 +2048,8 @@ mod tests {
                 per_line,
                 op_ns,
                 1e12
-            ),
+            )
+            .0,
             (0.0, 0.0)
         );
     }
@@ -2190,6 +2180,7 @@ mod tests {
             1.0,
             turn as f64,
         )
+        .0
         .1
     }
 
@@ -2220,7 +2211,7 @@ mod tests {
                     if held >= 1.0 {
                         continue;
                     }
-                    let want = refill_after_turns(&op, &walk, llc, line, 90.0, op_ns, run_ns);
+                    let want = refill_after_turns(&op, &walk, llc, line, 90.0, op_ns, run_ns).0;
                     let got = memo.refill(&op, line, 90.0, op_ns, run_ns);
                     assert_eq!(got.0.to_bits(), want.0.to_bits());
                     assert_eq!(got.1.to_bits(), want.1.to_bits());
@@ -2325,6 +2316,7 @@ mod tests {
                 op_ns,
                 run,
             )
+            .0
         };
         let mut last = 0.0;
         for run in [1e3, 1e5, 1e6, 1e7, 1e9] {

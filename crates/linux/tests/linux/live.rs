@@ -155,15 +155,9 @@ fn child_process_affinity_and_journal_restore() {
     let target = CpuSet::single(online.iter().last().expect("cpu"));
 
     // Journal first, then change.
-    let dir = tempfile::tempdir().expect("tmp");
+    let (dir, mut j, key) = journal_of(pid);
     let path = dir.path().join("journal.json");
-    let mut j = journal::Journal::new();
-    let entry = journal::capture(root(), pid)
-        .expect("capture")
-        .expect_alive("child");
-    assert_eq!(entry.default_cpus, original);
-    let key = entry.key();
-    j.record(entry);
+    assert_eq!(j.get(key).expect("entry").default_cpus, original);
     j.set_applied(key, target.clone(), CpuSet::single(0));
     j.store(&path).expect("store");
 
@@ -206,6 +200,24 @@ fn child_process_affinity_and_journal_restore() {
     ));
 }
 
+/// A scratch directory for a journal, and a journal holding what `pid` has now (its key).
+fn journal_of(
+    pid: u32,
+) -> (
+    tempfile::TempDir,
+    journal::Journal,
+    linux::sample::ProcessKey,
+) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut j = journal::Journal::new();
+    let entry = journal::capture(root(), pid)
+        .expect("capture")
+        .expect_alive("child");
+    let key = entry.key();
+    j.record(entry);
+    (dir, j, key)
+}
+
 /// The slice of a child's threads through the real `sched_setattr`, journal first, and back
 /// through the journal's restore. Skipped (with the reason printed) only on a kernel without
 /// custom slices (before 6.12). A sleeping child: nothing here needs CPU time.
@@ -234,14 +246,8 @@ fn child_process_slice_set_read_back_and_restored() {
     assert_eq!(before.nice, (own.nice + 3).min(19));
     assert_eq!(before.runtime_ns, base, "a new process has the base slice");
 
-    let dir = tempfile::tempdir().expect("tmp");
+    let (dir, mut j, key) = journal_of(pid);
     let path = dir.path().join("journal.json");
-    let mut j = journal::Journal::new();
-    let entry = journal::capture(root(), pid)
-        .expect("capture")
-        .expect_alive("child");
-    let key = entry.key();
-    j.record(entry);
     assert!(j.set_slice(key, 100_000_000));
     j.store(&path).expect("store");
     let proc_dir = ProcDir::open(root(), pid)

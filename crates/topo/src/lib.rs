@@ -97,6 +97,12 @@ pub struct CpuModel {
     /// Ways of the last-level cache: lines per set, each set filled from the pages that land
     /// on it (docs/MODEL.md §4, "Sets"); `None`: fully associative.
     pub llc_ways: Option<u32>,
+    /// Entries of the last data TLB level for base pages (fully associative), when a machine
+    /// file gives it; `None`: translations are free (docs/MODEL.md §4, "TLB walks").
+    pub tlb_entries: Option<u32>,
+    /// Core cycles a random access spends on a page walk when it misses that TLB, the walk's
+    /// page-table entry read from the core's caches (0: free).
+    pub tlb_walk_cycles: f64,
 }
 
 impl CpuModel {

@@ -108,6 +108,13 @@ pub struct CpuSpec {
     /// Ways of the last-level cache (lines per set), >= 1; absent: fully associative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_ways: Option<u32>,
+    /// Entries of the last-level data TLB for base pages (fully associative), >= 1; with
+    /// `tlb_walk_cycles`. Absent: address translation is free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_entries: Option<u32>,
+    /// Core cycles of a page walk after a miss in that TLB, >= 0; with `tlb_entries`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_walk_cycles: Option<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -389,6 +396,7 @@ impl MachineSpec {
                 "is 0, must be >= 1",
             ));
         }
+        let tlb_walk_cycles = self.tlb(o)?;
         Ok(CpuModel {
             freq_mhz: c.freq_mhz,
             mlp: c.mlp,
@@ -401,7 +409,38 @@ impl MachineSpec {
             refill_ns: c.refill_ns,
             llc_stream_share: c.llc_stream_share,
             llc_ways: c.llc_ways,
+            tlb_entries: c.tlb_entries,
+            tlb_walk_cycles,
         })
+    }
+
+    /// The TLB's walk cycles, checked: `tlb_entries` and `tlb_walk_cycles` come together.
+    fn tlb(&self, o: &str) -> Result<f64, TopoError> {
+        let c = &self.cpu;
+        match (c.tlb_entries, c.tlb_walk_cycles) {
+            (None, None) => Ok(0.0),
+            (Some(0), _) => Err(TopoError::impossible(
+                o,
+                "cpu.tlb_entries",
+                "is 0, must be >= 1",
+            )),
+            (Some(_), Some(w)) if w.is_finite() && w >= 0.0 => Ok(w),
+            (Some(_), Some(w)) => Err(TopoError::impossible(
+                o,
+                "cpu.tlb_walk_cycles",
+                format!("is {w}, must be a finite number >= 0"),
+            )),
+            (Some(_), None) => Err(TopoError::impossible(
+                o,
+                "cpu.tlb_walk_cycles",
+                "is missing: give it with cpu.tlb_entries",
+            )),
+            (None, Some(_)) => Err(TopoError::impossible(
+                o,
+                "cpu.tlb_entries",
+                "is missing: give it with cpu.tlb_walk_cycles",
+            )),
+        }
     }
 
     fn memory_model(&self, o: &str) -> Result<MemoryModel, TopoError> {
@@ -841,6 +880,26 @@ fault_overhead_ns = 1000
                 "llc_kib = 1024",
                 "llc_kib = 1024\nllc_ways = 0",
                 "`cpu.llc_ways`",
+            ),
+            (
+                "llc_kib = 1024",
+                "llc_kib = 1024\ntlb_entries = 0\ntlb_walk_cycles = 15",
+                "`cpu.tlb_entries`",
+            ),
+            (
+                "llc_kib = 1024",
+                "llc_kib = 1024\ntlb_entries = 96",
+                "`cpu.tlb_walk_cycles` is missing",
+            ),
+            (
+                "llc_kib = 1024",
+                "llc_kib = 1024\ntlb_walk_cycles = 15",
+                "`cpu.tlb_entries` is missing",
+            ),
+            (
+                "llc_kib = 1024",
+                "llc_kib = 1024\ntlb_entries = 96\ntlb_walk_cycles = -1",
+                "`cpu.tlb_walk_cycles`",
             ),
             (
                 "llc_kib = 1024",

@@ -125,18 +125,11 @@ pub fn synthetic_spec(s: &str) -> Result<MachineSpec, TopoError> {
         mem_gib_per_node: float_key(get("mem-gib"), "mem-gib", per_core(base.mem_gib_per_node))?,
         distance: None,
         remote_distance: (nodes > 1).then_some(remote as u32),
+        // Every other fact of the core is the base machine's.
         cpu: CpuSpec {
             freq_mhz: float_key(get("freq-mhz"), "freq-mhz", base.cpu.freq_mhz)?,
-            mlp: base.cpu.mlp,
             llc_kib: llc_kib as u64,
-            line_bytes: base.cpu.line_bytes,
-            store_buffer: base.cpu.store_buffer,
-            stream_mlp: base.cpu.stream_mlp,
-            llc_latency_ns: base.cpu.llc_latency_ns,
-            out_of_order: base.cpu.out_of_order,
-            refill_ns: base.cpu.refill_ns,
-            llc_stream_share: base.cpu.llc_stream_share,
-            llc_ways: base.cpu.llc_ways,
+            ..base.cpu.clone()
         },
         memory,
         node_overrides: Vec::new(),

@@ -88,6 +88,8 @@ fn machine_keys_are_documented() {
     spec.cpu.refill_ns = Some(1.0);
     spec.cpu.llc_stream_share = 1.0;
     spec.cpu.llc_ways = Some(16);
+    spec.cpu.tlb_entries = Some(96);
+    spec.cpu.tlb_walk_cycles = Some(15.0);
     spec.memory.latency_ns = Some(vec![vec![1.0]]);
     let text = spec.to_toml_string();
     let table: toml::Table = text.parse().expect("spec TOML");

@@ -43,6 +43,7 @@ pub fn memory_bound(t: &Topology) -> String {
          docs/MODEL.md §4."
     );
     let _ = writeln!(s, "{}", sets(t));
+    let _ = writeln!(s, "{}", tlb(t));
     let _ = writeln!(
         s,
         "- *Work*: numa_test's `randupdt` (random read-modify-write of an 8 MB-per-million \
@@ -72,6 +73,26 @@ fn sets(t: &Topology) -> String {
     }
 }
 
+/// The bullet on address translation: the TLB's reach and what a walk costs.
+fn tlb(t: &Topology) -> String {
+    let page_kib = t.memory.page_bytes / 1024;
+    match t.cpu_model.tlb_entries {
+        Some(n) if t.cpu_model.tlb_walk_cycles > 0.0 => {
+            let cycles = t.cpu_model.tlb_walk_cycles;
+            format!(
+                "- *TLB*: {n} entries of {page_kib} KiB pages reach {:.1} MiB; a random access \
+                 beyond that reach walks the page table, {cycles:.0} cycles ({:.1} ns), waited \
+                 for as a miss is (docs/MODEL.md §4, \"TLB walks\").",
+                n as f64 * t.memory.page_bytes as f64 / (1u64 << 20) as f64,
+                cycles * t.ns_per_cycle()
+            )
+        }
+        _ => "- *TLB*: address translation is free (no TLB given for this machine, \
+              docs/MACHINES.md)."
+            .to_string(),
+    }
+}
+
 /// Markdown bullet list for the kbuild + bonnie mix; `disks` as the experiment's `[mix]`
 /// gives it (absent: the model without a disk queue).
 pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> String {
@@ -85,6 +106,7 @@ pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> S
         t.cpu_model.llc_bytes as f64 / (1u64 << 20) as f64
     );
     let _ = writeln!(s, "{}", sets(t));
+    let _ = writeln!(s, "{}", tlb(t));
     let Some(n) = disks else {
         let _ = writeln!(
             s,

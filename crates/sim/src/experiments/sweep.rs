@@ -62,7 +62,7 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 12] = [
+pub const MACHINE_PARAMS: [&str; 14] = [
     "freq_mhz",
     "out_of_order",
     "llc_kib",
@@ -72,6 +72,8 @@ pub const MACHINE_PARAMS: [&str; 12] = [
     "refill_ns",
     "llc_stream_share",
     "llc_ways",
+    "tlb_entries",
+    "tlb_walk_cycles",
     "local_latency_ns",
     "bandwidth_gbps",
     "remote_bandwidth_ratio",
@@ -138,6 +140,15 @@ fn valid_range(param: &str) -> ValidRange {
             whole: true,
             ..ValidRange::new(0.0, 1024.0, "ways from 1 to 1024, or 0 (fully associative)")
         },
+        "tlb_entries" => ValidRange {
+            whole: true,
+            ..ValidRange::new(
+                0.0,
+                1_000_000.0,
+                "entries from 1 to 1000000, or 0 (no TLB: translation is free)",
+            )
+        },
+        "tlb_walk_cycles" => ValidRange::new(0.0, 100_000.0, "cycles from 0 to 100000"),
         _ => ValidRange::new(f64::MIN_POSITIVE, f64::MAX, "a positive number"),
     }
 }
@@ -180,6 +191,8 @@ pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
         "refill_ns" => t.cpu_model.refill_ns = Some(v),
         "llc_stream_share" => t.cpu_model.llc_stream_share = v,
         "llc_ways" => t.cpu_model.llc_ways = (v >= 1.0).then_some(v as u32),
+        "tlb_entries" => t.cpu_model.tlb_entries = (v >= 1.0).then_some(v as u32),
+        "tlb_walk_cycles" => t.cpu_model.tlb_walk_cycles = v,
         "llc_kib" => t.cpu_model.llc_bytes = ((v * 1024.0).round() as u64).max(1),
         "local_latency_ns" => {
             let local = t.latency_ns[0][0];
@@ -370,6 +383,14 @@ mod tests {
         let t = topo::preset("azusa16").expect("preset");
         let m = machine_with(&t, "out_of_order", 1.0).expect("known");
         assert!(m.cpu_model.out_of_order && !t.cpu_model.out_of_order);
+        let m = machine_with(&t, "tlb_entries", 0.0).expect("known");
+        assert_eq!(m.cpu_model.tlb_entries, None);
+        let m = machine_with(&t, "tlb_entries", 128.0).expect("known");
+        assert_eq!(m.cpu_model.tlb_entries, Some(128));
+        let m = machine_with(&t, "tlb_walk_cycles", 30.0).expect("known");
+        assert_eq!(m.cpu_model.tlb_walk_cycles, 30.0);
+        let e = machine_value("tlb_entries", "9.5").unwrap_err().to_string();
+        assert!(e.contains("or 0 (no TLB"), "{e}");
         assert_eq!(
             machine_with(&t, "freq_mhz", 1600.0)
                 .expect("known")

@@ -15,6 +15,10 @@
 //! work under its misses: an operation costs the longest of its core work and its memory
 //! stalls (first-order interval analysis), and streams that the prefetchers fetch on their
 //! own queue (`cpu.stream_mlp` given) overlap the random misses too.
+//!
+//! Where the machine gives a data TLB (`cpu.tlb_entries`), a random access whose page has no
+//! entry first walks the page table ([`walk_ns_per_random_line`]); the walk waits as an LLC
+//! hit does.
 
 use super::lru::{LruShare, lines_per_op};
 use super::sets::SetMapping;
@@ -366,6 +370,7 @@ pub fn linear_op_into(
         topo.cpu_model.llc_stream_share,
         set_mapping(topo),
     );
+    let walk_ns = walk_ns_per_random_line(topo, random_footprint);
     out.random_footprint = random_footprint;
     out.cached_bytes = lru.random_bytes_held(op, at.regions, line);
     out.touched_lines = 0.0;
@@ -390,6 +395,15 @@ pub fn linear_op_into(
             match overlap.as_mut() {
                 Some(o) => o.hit_ns += hit_ns,
                 None => out.base_ns += hit_ns,
+            }
+            // Page walks, hit or miss in the LLC, overlapped likewise (none without a TLB, so
+            // that a machine without one adds nothing, not even a zero).
+            if let Some(walk) = walk_ns {
+                let walk_ns = touched * walk / mlp;
+                match overlap.as_mut() {
+                    Some(o) => o.hit_ns += walk_ns,
+                    None => out.base_ns += walk_ns,
+                }
             }
         }
         out.lines += lines;
@@ -908,6 +922,24 @@ fn set_mapping(topo: &Topology) -> Option<SetMapping> {
     })
 }
 
+/// What address translation adds to each line an operation reads at random, ns, before the
+/// division by MLP: the share of those accesses that miss the machine's last-level data TLB
+/// times the cycles of a page walk (docs/MODEL.md §4, "TLB walks"). The TLB holds
+/// `tlb_entries` translations of base pages; accesses spread uniformly over `footprint`
+/// bytes of random regions find their page there with probability `entries x page /
+/// footprint` (an LRU or random-replacement TLB under uniform references), so a footprint
+/// within the TLB's reach walks never. `None` when the machine gives no TLB, the walk is free
+/// or nothing misses.
+pub fn walk_ns_per_random_line(topo: &Topology, footprint: f64) -> Option<f64> {
+    let cpu = &topo.cpu_model;
+    let entries = cpu.tlb_entries?;
+    let reach = entries as f64 * topo.memory.page_bytes as f64;
+    if cpu.tlb_walk_cycles <= 0.0 || footprint <= reach {
+        return None;
+    }
+    Some((1.0 - reach / footprint) * cpu.tlb_walk_cycles * topo.ns_per_cycle())
+}
+
 /// Time of one operation of `op` on a CPU of `node` with no coherence stall, ns: core cycles
 /// and the lines it misses with the whole LLC to itself at the idle local latency, over MLP,
 /// added on an in-order core and overlapped on an out-of-order one as in [`linear_op`].
@@ -947,7 +979,14 @@ pub fn free_op_ns(topo: &Topology, op: &OpCost, regions: &[Region], node: NodeId
         .sum();
     let latency = topo.latency_ns(node, node);
     let core = op.cycles * topo.ns_per_cycle();
-    let hits = hits_over_mlp * cpu.llc_latency_ns.unwrap_or(0.0);
+    let mut hits = hits_over_mlp * cpu.llc_latency_ns.unwrap_or(0.0);
+    if let Some(walk) = walk_ns_per_random_line(topo, random_footprint(op, regions)) {
+        let random_lines: f64 = (op.accesses.iter())
+            .filter(|a| a.pattern == Pattern::Random)
+            .map(|a| lines(a) / in_flight(a))
+            .sum();
+        hits += random_lines * walk;
+    }
     if !cpu.out_of_order {
         // Summed over the accesses in their order, as before the overlap was modelled.
         let lines_over_mlp: f64 = (0..op.accesses.len()).map(over_mlp).sum();
@@ -2356,6 +2395,67 @@ mod tests {
         assert!((hit - 30.0 / t.cpu_model.mlp).abs() < 1e-9, "{hit}");
         let f = free_op_ns(&t, &random_op(), &small, 0) - free;
         assert!((f - hit).abs() < 1e-9, "{f} vs {hit}");
+    }
+
+    #[test]
+    fn random_accesses_beyond_the_tlbs_reach_pay_their_share_of_walks() {
+        let mut t = in_order();
+        let page = t.memory.page_bytes as f64;
+        let idle = Contention::idle(2);
+        let ns = |t: &Topology, r: &[Region]| {
+            op_profile(
+                t,
+                &random_op(),
+                r,
+                0,
+                t.cpu_model.llc_bytes as f64,
+                &idle,
+                &[],
+            )
+            .ns
+        };
+        // 64 entries reach 64 pages; an array of 256 pages misses three accesses in four.
+        let (fits, big) = (
+            [region_on(&t, 0, 64 * page as u64)],
+            [region_on(&t, 0, 256 * page as u64)],
+        );
+        let without = (ns(&t, &fits), ns(&t, &big));
+        t.cpu_model.tlb_entries = Some(64);
+        t.cpu_model.tlb_walk_cycles = 20.0;
+        // Within the reach nothing changes, to the bit.
+        assert_eq!(ns(&t, &fits).to_bits(), without.0.to_bits());
+        let walk = 20.0 * t.ns_per_cycle() / t.cpu_model.mlp;
+        let added = ns(&t, &big) - without.1;
+        assert!(
+            (added - 0.75 * walk).abs() < 1e-9,
+            "{added} vs {}",
+            0.75 * walk
+        );
+        // A walk that costs nothing adds nothing; neither does a machine without a TLB.
+        t.cpu_model.tlb_walk_cycles = 0.0;
+        assert_eq!(ns(&t, &big).to_bits(), without.1.to_bits());
+        t.cpu_model.tlb_walk_cycles = 20.0;
+        // The free-running estimate adds the same.
+        let f = free_op_ns(&t, &random_op(), &big, 0);
+        assert!((f - ns(&t, &big)).abs() < 1e-9, "{f}");
+        // Streams walk once per page, which is left out: a streamed region adds no walk.
+        let stream = [region_on(&t, 0, 1 << 30)];
+        let s = op_profile(&t, &stream_read_op(), &stream, 0, 0.0, &idle, &[]).ns;
+        t.cpu_model.tlb_entries = None;
+        let s0 = op_profile(&t, &stream_read_op(), &stream, 0, 0.0, &idle, &[]).ns;
+        assert_eq!(s.to_bits(), s0.to_bits());
+        // Out of order, the walk queues with the misses: it shows where misses set the time.
+        let mut o = out_of_order();
+        let big = [region_on(&o, 0, 256 * page as u64)];
+        let before = op_profile(&o, &random_op(), &big, 0, 0.0, &idle, &[]).ns;
+        o.cpu_model.tlb_entries = Some(64);
+        o.cpu_model.tlb_walk_cycles = 20.0;
+        let after = op_profile(&o, &random_op(), &big, 0, 0.0, &idle, &[]).ns;
+        let walk = 20.0 * o.ns_per_cycle() / o.cpu_model.mlp;
+        assert!(
+            (after - before - 0.75 * walk).abs() < 1e-9,
+            "{after} vs {before}"
+        );
     }
 
     #[test]

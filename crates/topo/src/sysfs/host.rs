@@ -276,6 +276,9 @@ impl Reader<'_> {
                 refill_ns: base.cpu.refill_ns,
                 llc_stream_share: base.cpu.llc_stream_share,
                 llc_ways: grouping.llc_ways,
+                // The host's latency figures (the preset's, or the probe's) include its walks.
+                tlb_entries: None,
+                tlb_walk_cycles: 0.0,
             },
             memory: MemoryModel {
                 loaded_latency_ratio: base.memory.loaded_latency_ratio,

@@ -208,6 +208,8 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         refill_ns: None,
                         llc_stream_share: 0.0,
                         llc_ways: None,
+                        tlb_entries: None,
+                        tlb_walk_cycles: None,
                     },
                     memory: MemorySpec {
                         local_latency_ns: mem.0,

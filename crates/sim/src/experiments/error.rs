@@ -88,6 +88,17 @@ impl From<SpecError> for RunFailure {
     }
 }
 
+/// Line of the header of the `n`-th (from 1) `[[table]]` of an array of tables (0 if there is
+/// no such table): where an error in one entry of `[[sweep]]` or `[[mix_sweep]]` points.
+pub(super) fn array_table_line(text: &str, table: &str, n: usize) -> usize {
+    let header = format!("[[{table}]]");
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == header)
+        .nth(n.saturating_sub(1))
+        .map_or(0, |(i, _)| i + 1)
+}
+
 /// Line where `key = ...` is set (0 if not found).
 pub(super) fn key_line(text: &str, key: &str) -> usize {
     text.lines()

@@ -2,7 +2,7 @@
 //! line naming the file, the line and the key (unknown keys list the valid ones).
 
 use super::ExperimentError;
-use super::error::{ValueError, key_line};
+use super::error::{ValueError, array_table_line, key_line};
 use super::study_spec::StudySection;
 use crate::budget;
 use crate::sched::{self, SchedSpec};
@@ -220,9 +220,14 @@ impl ExperimentSpec {
                 "sweep: only numa_test experiments take sweeps".into(),
             ));
         }
+        let in_table = |table: &str, n: usize, msg: String| ExperimentError::Parse {
+            file: file.into(),
+            line: array_table_line(text, table, n),
+            msg,
+        };
         for (i, w) in self.sweep.iter().enumerate() {
             w.check(&self.schedulers, &topo)
-                .map_err(|m| err("sweep", format!("sweep {}: {m}", i + 1)))?;
+                .map_err(|m| in_table("sweep", i + 1, format!("sweep {}: {m}", i + 1)))?;
         }
         match &self.mix {
             None if !self.mix_sweep.is_empty() => {
@@ -233,8 +238,9 @@ impl ExperimentSpec {
             }
             Some(m) => {
                 for (i, w) in self.mix_sweep.iter().enumerate() {
-                    w.check(m)
-                        .map_err(|msg| err("mix_sweep", format!("mix_sweep {}: {msg}", i + 1)))?;
+                    w.check(m).map_err(|msg| {
+                        in_table("mix_sweep", i + 1, format!("mix_sweep {}: {msg}", i + 1))
+                    })?;
                 }
             }
             None => {}

@@ -104,6 +104,32 @@ fn bad_mix_disks_are_named() {
     }
 }
 
+/// The line number (from 1) of the last line of `text` that is `line`.
+fn last_line_of(text: &str, line: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.iter().rposition(|l| *l == line).expect("present") + 1
+}
+
+/// A bad numa_test sweep points at its own `[[sweep]]` header.
+#[test]
+fn a_bad_sweep_names_the_line_of_its_table() {
+    let entry = |option: &str| {
+        format!(
+            "[[sweep]]\nscheduler = \"o1\"\noption = \"{option}\"\nvalues = [\"1\"]\ntasks = [2]\nreps = 1\nmetric = \"average_user_time\"\nwhy = \"w\"\n"
+        )
+    };
+    let good = format!("{TINY}\n{}", entry("machine.mlp"));
+    ExperimentSpec::parse(&good, "x.toml").expect("a good sweep");
+    let text = format!("{good}\n{}", entry("machine.tlb"));
+    let line = last_line_of(&text, "[[sweep]]");
+    let e = parse_err(&text);
+    assert!(e.starts_with(&format!("x.toml:{line}: sweep 2:")), "{e}");
+    assert!(
+        e.contains("machine.tlb_entries") && e.lines().count() == 1,
+        "{e}"
+    );
+}
+
 /// Mix sweeps: a bad parameter, value or section is one line naming file, line and key.
 #[test]
 fn bad_mix_sweeps_are_named() {
@@ -114,6 +140,19 @@ fn bad_mix_sweeps_are_named() {
         )
     };
     ExperimentSpec::parse(&sweep("disks", "[1, 2]"), "x.toml").expect("a good sweep");
+    // The line is the bad sweep's own `[[mix_sweep]]` header, the second here.
+    let two = format!(
+        "{}[[mix_sweep]]\nparam = \"rpm\"\nvalues = [-3]\nreps = 1\nwhy = \"w\"\n",
+        sweep("disks", "[1, 2]")
+    );
+    let header = two.lines().filter(|l| *l == "[[mix_sweep]]").count();
+    assert_eq!(header, 2);
+    let line = last_line_of(&two, "[[mix_sweep]]");
+    let e = parse_err(&two);
+    assert!(
+        e.starts_with(&format!("x.toml:{line}: mix_sweep 2:")),
+        "{e}"
+    );
     for (text, want) in [
         (sweep("seek", "[1]"), "mix_sweep 1: unknown param `seek`"),
         (sweep("disks", "[0.5]"), "disks = 0.5"),

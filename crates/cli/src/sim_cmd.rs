@@ -453,6 +453,60 @@ pub(crate) fn print_distances(t: &topo::Topology) -> Result<()> {
     Ok(())
 }
 
+/// The cost model's facts of a machine (docs/MODEL.md §4), one line per part: core, LLC,
+/// TLB and memory, so that a reader sees what a simulation on it assumes.
+fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
+    let c = &t.cpu_model;
+    let m = &t.memory;
+    let sharing = t.cpus.iter().filter(|x| x.llc == t.cpus[0].llc).count();
+    let kib = |b: u64| b >> 10;
+    let mut v = vec![format!(
+        "core: {:.0} MHz, {}, MLP {} (streams {}), store buffer {}",
+        c.freq_mhz,
+        if c.out_of_order {
+            "out of order"
+        } else {
+            "in order"
+        },
+        c.mlp,
+        c.stream_mlp(),
+        c.store_buffer
+    )];
+    let ways = c
+        .llc_ways
+        .map_or("fully associative".to_string(), |w| format!("{w}-way"));
+    let hits = c
+        .llc_latency_ns
+        .map_or("hits free".to_string(), |l| format!("hits {l} ns"));
+    v.push(format!(
+        "last-level cache: {} KiB shared by {sharing} CPU(s), {} B lines, {ways}, {hits}, \
+         streams count {}",
+        kib(c.llc_bytes),
+        c.line_bytes,
+        c.llc_stream_share
+    ));
+    v.push(match c.tlb_entries {
+        Some(n) if c.tlb_walk_cycles > 0.0 => format!(
+            "data TLB: {n} entries x {} KiB pages = {:.1} MiB, a walk {} cycles ({:.1} ns)",
+            kib(m.page_bytes),
+            n as f64 * m.page_bytes as f64 / f64::from(1u32 << 20),
+            c.tlb_walk_cycles,
+            c.tlb_walk_cycles * t.ns_per_cycle()
+        ),
+        _ => "data TLB: none given (translation free)".to_string(),
+    });
+    v.push(format!(
+        "memory: {} KiB pages, loaded-latency ratio {}, dirty line {} / {} ns (local / \
+         remote), page fault {} ns",
+        kib(m.page_bytes),
+        m.loaded_latency_ratio,
+        m.line_transfer_local_ns,
+        m.line_transfer_remote_ns,
+        m.fault_overhead_ns
+    ));
+    v
+}
+
 pub fn machines(m: Option<&str>) -> Result<()> {
     match m {
         None => {
@@ -484,6 +538,9 @@ pub fn machines(m: Option<&str>) -> Result<()> {
                         .collect::<Vec<_>>()
                         .join(" ")
                 );
+            }
+            for line in cost_model_lines(&t) {
+                outln!("{line}");
             }
             outln!("scheduling domains (CPU 0):");
             for l in topo::sched_domains(&t) {

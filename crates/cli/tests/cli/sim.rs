@@ -385,6 +385,18 @@ fn machines_shows_one_machine() {
     assert_eq!(nodes, 4, "{out}");
     assert!(out.contains("node 3: cpus 12-15"), "{out}");
     assert!(out.contains("distances"), "{out}");
+    // The cost model's facts: the core, the LLC's ways, the TLB where one is given.
+    assert!(out.contains("core: 800 MHz, in order, MLP 2"), "{out}");
+    assert!(
+        out.contains("4096 KiB shared by 1 CPU(s), 64 B lines, 4-way"),
+        "{out}"
+    );
+    assert!(
+        out.contains("data TLB: 96 entries x 16 KiB pages = 1.5 MiB, a walk 15 cycles"),
+        "{out}"
+    );
+    let out = ok(&["machines", "xeon2s"]);
+    assert!(out.contains("data TLB: none given"), "{out}");
     let out = ok(&["machines", "nodes=3,cpus-per-node=2"]);
     assert_eq!(out.lines().filter(|l| l.starts_with("node ")).count(), 3);
 }

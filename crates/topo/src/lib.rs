@@ -97,6 +97,11 @@ pub struct CpuModel {
     /// Ways of the last-level cache: lines per set, each set filled from the pages that land
     /// on it (docs/MODEL.md §4, "Sets"); `None`: fully associative.
     pub llc_ways: Option<u32>,
+    /// Each CPU holds its own part of the LLC, `llc_bytes` of it, and no other CPU's tasks
+    /// use or evict it (a guest's vCPUs on separate parts of the host's cache, say), though
+    /// the scheduler sees one shared LLC; `false`: the CPUs of an LLC share all of it
+    /// (docs/MODEL.md §4, "A CPU's own part of the LLC").
+    pub llc_private: bool,
     /// Entries of the last data TLB level for base pages (fully associative), when a machine
     /// file gives it; `None`: translations are free (docs/MODEL.md §4, "TLB walks").
     pub tlb_entries: Option<u32>,

@@ -108,6 +108,10 @@ pub struct CpuSpec {
     /// Ways of the last-level cache (lines per set), >= 1; absent: fully associative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_ways: Option<u32>,
+    /// Each CPU holds its own `llc_kib` of the LLC, which the others neither use nor evict
+    /// (the scheduler still sees the LLC shared); absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub llc_private: bool,
     /// Entries of the last-level data TLB for base pages (fully associative), >= 1; with
     /// `tlb_walk_cycles`. Absent: address translation is free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,6 +413,7 @@ impl MachineSpec {
             refill_ns: c.refill_ns,
             llc_stream_share: c.llc_stream_share,
             llc_ways: c.llc_ways,
+            llc_private: c.llc_private,
             tlb_entries: c.tlb_entries,
             tlb_walk_cycles,
         })

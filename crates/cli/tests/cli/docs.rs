@@ -88,6 +88,7 @@ fn machine_keys_are_documented() {
     spec.cpu.refill_ns = Some(1.0);
     spec.cpu.llc_stream_share = 1.0;
     spec.cpu.llc_ways = Some(16);
+    spec.cpu.llc_private = true;
     spec.cpu.tlb_entries = Some(96);
     spec.cpu.tlb_walk_cycles = Some(15.0);
     spec.memory.latency_ns = Some(vec![vec![1.0]]);

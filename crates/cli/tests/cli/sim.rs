@@ -552,6 +552,55 @@ fn machine_set_changes_the_cost_model() {
     assert!(small > base, "{small} !> {base}");
 }
 
+/// A CPU's own part of the LLC (`llc_private`): a job alone holds only its CPU's part, where a
+/// shared LLC gives it all; two jobs on the two CPUs hold the same either way.
+#[test]
+fn a_private_part_of_the_llc_is_all_a_lone_job_holds() {
+    let u = |tasks: &str, sets: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "numa-test",
+            "--machine",
+            "nodes=1,cpus-per-node=2",
+            // Spread at fork, so two jobs run on the two CPUs; passes enough that the
+            // memory phase dominates the first touches.
+            "--sched",
+            "linux",
+            "--tasks",
+            tasks,
+            "--reps",
+            "1",
+            "--size",
+            "200000",
+            "--passes",
+            "50",
+            "--no-disturb",
+            "--json",
+        ];
+        for s in sets {
+            args.extend(["--machine-set", s]);
+        }
+        let v: serde_json::Value = serde_json::from_str(&ok(&args)).expect("json");
+        v["results"][0]["avg_user_s"]["mean"]
+            .as_f64()
+            .expect("avg_user_s")
+    };
+    // The 1.6 MB array fits 2 MiB, not 1 MiB.
+    let shared = ["llc_kib=2048", "llc_private=0"];
+    let private = ["llc_kib=1024", "llc_private=1"];
+    let (alone_shared, alone_private) = (u("1", &shared), u("1", &private));
+    assert!(
+        alone_private > 1.05 * alone_shared,
+        "{alone_private} !> 1.05 x {alone_shared}"
+    );
+    // Alike but for the first touches, during which the other job alone holds a shared LLC.
+    let (two_shared, two_private) = (u("2", &shared), u("2", &private));
+    assert!(
+        (two_private / two_shared - 1.0).abs() < 0.02,
+        "{two_private} vs {two_shared}"
+    );
+}
+
 #[test]
 fn machine_set_errors_name_the_culprit() {
     let args = |v: &'static str| ["sim", "numa-test", "--machine", SMALL, "--machine-set", v];

@@ -62,7 +62,7 @@ pub struct SweepResult {
 }
 
 /// The machine parameters a sweep can vary.
-pub const MACHINE_PARAMS: [&str; 14] = [
+pub const MACHINE_PARAMS: [&str; 15] = [
     "freq_mhz",
     "out_of_order",
     "llc_kib",
@@ -72,6 +72,7 @@ pub const MACHINE_PARAMS: [&str; 14] = [
     "refill_ns",
     "llc_stream_share",
     "llc_ways",
+    "llc_private",
     "tlb_entries",
     "tlb_walk_cycles",
     "local_latency_ns",
@@ -140,6 +141,14 @@ fn valid_range(param: &str) -> ValidRange {
             whole: true,
             ..ValidRange::new(0.0, 1024.0, "ways from 1 to 1024, or 0 (fully associative)")
         },
+        "llc_private" => ValidRange {
+            whole: true,
+            ..ValidRange::new(
+                0.0,
+                1.0,
+                "0 (the LLC's CPUs share it) or 1 (each CPU holds its own llc_kib)",
+            )
+        },
         "tlb_entries" => ValidRange {
             whole: true,
             ..ValidRange::new(
@@ -191,6 +200,7 @@ pub fn machine_with(topo: &Topology, param: &str, v: f64) -> Option<Topology> {
         "refill_ns" => t.cpu_model.refill_ns = Some(v),
         "llc_stream_share" => t.cpu_model.llc_stream_share = v,
         "llc_ways" => t.cpu_model.llc_ways = (v >= 1.0).then_some(v as u32),
+        "llc_private" => t.cpu_model.llc_private = v != 0.0,
         "tlb_entries" => t.cpu_model.tlb_entries = (v >= 1.0).then_some(v as u32),
         "tlb_walk_cycles" => t.cpu_model.tlb_walk_cycles = v,
         "llc_kib" => t.cpu_model.llc_bytes = ((v * 1024.0).round() as u64).max(1),

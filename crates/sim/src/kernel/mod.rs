@@ -242,7 +242,10 @@ pub struct Kernel {
     /// CPU of the task whose action is waking others right now (a message send, an exit),
     /// None for timer wake-ups; wake-up placement reads it.
     pub waker_cpu: Option<CpuId>,
-    /// CPUs of each last-level cache.
+    /// The cache each CPU's tasks use in the cost model: its LLC, or with
+    /// `cpu.llc_private` its own part of it (the scheduler's view is `topo.cpus[c].llc`).
+    cache_of: Vec<usize>,
+    /// CPUs of each of those caches.
     llc_cpus: Vec<Vec<CpuId>>,
     /// Bytes the tasks running on each LLC's CPUs have touched (each run counted up to the
     /// task's footprint), a running count: what others touched while a task was away
@@ -401,12 +404,9 @@ impl Kernel {
         let launches_pending = workload.launches.len();
         let nr_cpus = topo.nr_cpus();
         let nr_parked = nr_cpus;
-        let nr_llc = topo.cpus.iter().map(|c| c.llc + 1).max().unwrap_or(0);
+        let (cache_of, llc_cpus) = cost_model_caches(&topo);
+        let nr_llc = llc_cpus.len();
         let topo_nodes = topo.nr_nodes();
-        let mut llc_cpus = vec![Vec::new(); nr_llc];
-        for c in &topo.cpus {
-            llc_cpus[c.llc].push(c.id);
-        }
         // A process whose regions alone exceed the machine would make the memory model
         // allocate more page groups than the machine has: refused before anything runs.
         let fault = workload.programs.iter().find_map(|p| {
@@ -452,6 +452,7 @@ impl Kernel {
             launches_pending,
             waker_cpu: None,
             nr_parked,
+            cache_of,
             llc_cpus,
             llc_touched: vec![0.0; nr_llc],
             contention_dirty: false,
@@ -768,4 +769,19 @@ impl Kernel {
             .map_err(InvariantError::Contention)?;
         Ok(())
     }
+}
+
+/// The cost model's caches: each CPU's (its LLC, or with `cpu.llc_private` its own part of
+/// it) and the CPUs of each.
+fn cost_model_caches(topo: &Topology) -> (Vec<usize>, Vec<Vec<CpuId>>) {
+    let private = topo.cpu_model.llc_private;
+    let cache_of: Vec<usize> = (topo.cpus.iter())
+        .map(|c| if private { c.id } else { c.llc })
+        .collect();
+    let nr = cache_of.iter().map(|&l| l + 1).max().unwrap_or(0);
+    let mut cpus = vec![Vec::new(); nr];
+    for c in &topo.cpus {
+        cpus[cache_of[c.id]].push(c.id);
+    }
+    (cache_of, cpus)
 }

@@ -261,7 +261,7 @@ impl Kernel {
 
     /// LLC bytes available to one memory-bound task on `cpu`'s cache.
     pub(super) fn cache_share(&self, cpu: CpuId) -> f64 {
-        let sharers = self.llc_cpus[self.topo.cpus[cpu].llc]
+        let sharers = self.llc_cpus[self.cache_of[cpu]]
             .iter()
             .filter(|&&c| {
                 self.rqs[c]
@@ -569,7 +569,7 @@ impl Kernel {
             if was == is {
                 continue;
             }
-            let llc = self.topo.cpus[c].llc;
+            let llc = self.cache_of[c];
             self.cx.count_llc(llc, was, is);
             // `c` itself is marked already (azusa16 has one CPU per LLC: nothing else).
             for i in 0..self.llc_cpus[llc].len() {
@@ -646,7 +646,7 @@ impl Kernel {
         let new = self.rqs[c].curr.and_then(|t| match self.tasks[t].work {
             PhaseWork::MemOps => {
                 let pid = self.tasks[t].pid;
-                let k = self.cx.llc_demands(self.topo.cpus[c].llc);
+                let k = self.cx.llc_demands(self.cache_of[c]);
                 if self.ensure_op(t, Some(k), writers.and_then(|w| w.get(&pid))) {
                     s.rerate.push(c);
                 }
@@ -794,7 +794,7 @@ impl Kernel {
             return Ok(());
         }
         let deep = self.events.handled % 8 == 0;
-        self.cx.check(|c| self.topo.cpus[c].llc)?;
+        self.cx.check(|c| self.cache_of[c])?;
         let mut demands = Vec::new();
         for c in 0..self.rqs.len() {
             let reg = self.cx.reg(c);

@@ -349,7 +349,7 @@ impl Kernel {
 
     /// A task that moves to a CPU outside the cache it last used refills its working set.
     fn charge_cold_cache(&mut self, t: TaskId, cpu: CpuId) {
-        let llc = self.topo.cpus[cpu].llc;
+        let llc = self.cache_of[cpu];
         if self.tasks[t].last_llc == Some(llc) {
             self.charge_refill_after_turns(t, cpu, llc);
             return;
@@ -506,7 +506,7 @@ impl Kernel {
                 PhaseWork::Touch { .. } => d * task.rate,
                 _ => 0.0,
             };
-            let llc = self.topo.cpus[cpu].llc;
+            let llc = self.cache_of[cpu];
             self.count_touched(t, llc, touched);
         }
         if let PhaseWork::Touch { region, end } = self.tasks[t].work {

@@ -276,6 +276,7 @@ impl Reader<'_> {
                 refill_ns: base.cpu.refill_ns,
                 llc_stream_share: base.cpu.llc_stream_share,
                 llc_ways: grouping.llc_ways,
+                llc_private: false,
                 // The host's latency figures (the preset's, or the probe's) include its walks.
                 tlb_entries: None,
                 tlb_walk_cycles: 0.0,

@@ -208,6 +208,7 @@ fn arb_spec() -> impl Strategy<Value = MachineSpec> {
                         refill_ns: None,
                         llc_stream_share: 0.0,
                         llc_ways: None,
+                        llc_private: false,
                         tlb_entries: None,
                         tlb_walk_cycles: None,
                     },

@@ -9,8 +9,9 @@
 //! random-update loop on one thread per CPU of the first CPU's LLC at once, each on its own
 //! buffer of three quarters of the knee: one alone fits; all together overflow a shared cache
 //! of the knee's size, and then a third or more of their updates miss. If they keep their
-//! rate alone, the capacity is each core's own, and the model's `llc_kib` is the knee times the
-//! CPUs, so that its equal shares give each task the knee.
+//! rate alone, the capacity is each core's own: the model's `llc_kib` is the knee with
+//! `llc_private` (each CPU holds the knee whether or not the others run, and they do not evict
+//! it), else the knee shared out.
 
 use crate::BenchError;
 use crate::probe::{CoRunLoad, Lap, co_run_threads, median, slowdown};
@@ -51,9 +52,10 @@ impl LlcShare {
         self.threads > 1 && self.slowdown < 1.0 + (self.shared_slowdown - 1.0) / 2.0
     }
 
-    /// The cost model's `llc_kib` for a knee of `knee_kib`: the knee times the threads when the
-    /// capacity is each core's own, else the knee.
-    pub fn model_llc_kib(&self, knee_kib: usize) -> usize {
+    /// The cache all the threads hold together for a knee of `knee_kib`: the knee times the
+    /// threads when the capacity is each core's own, else the knee (what a probe that wants
+    /// to evict everything must go beyond).
+    pub fn capacity_kib(&self, knee_kib: usize) -> usize {
         if self.private() {
             knee_kib * self.threads
         } else {
@@ -125,11 +127,12 @@ mod tests {
         // Threshold half-way from 1 to 3: 2.
         let own = share(2, 1.05);
         assert!(own.private());
-        assert_eq!(own.model_llc_kib(8192), 16384);
+        assert_eq!(own.capacity_kib(8192), 16384);
         let shared = share(2, 2.6);
         assert!(!shared.private());
-        assert_eq!(shared.model_llc_kib(8192), 8192);
+        assert_eq!(shared.capacity_kib(8192), 8192);
         // One CPU alone says nothing: the knee as it is.
-        assert_eq!(share(1, 1.0).model_llc_kib(8192), 8192);
+        assert!(!share(1, 1.0).private());
+        assert_eq!(share(1, 1.0).capacity_kib(8192), 8192);
     }
 }

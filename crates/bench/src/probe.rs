@@ -584,7 +584,7 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
     result.llc_share = llc_share(&host, &allowed, &result, cfg)?;
     if let (Some(knee), Some(llc), Some(cpu)) = (
         result.effective_llc_kib(),
-        result.model_llc_kib(),
+        result.capacity_kib(),
         allowed.iter().next(),
     ) {
         result.refill = crate::refill::measure(cpu, knee, llc, cfg.rounds, cfg.seed)?;
@@ -710,9 +710,14 @@ impl ProbeResult {
                 .node_bandwidth_gbps()
                 .map(|b| format!(" --machine-set bandwidth_gbps={b:.1}"))
                 .unwrap_or_default();
+            let private = if self.model_llc_private() {
+                " --machine-set llc_private=1"
+            } else {
+                ""
+            };
             let llc_kib = self
                 .model_llc_kib()
-                .map(|k| format!(" --machine-set llc_kib={k}"))
+                .map(|k| format!(" --machine-set llc_kib={k}{private}"))
                 .unwrap_or_default();
             let clock = self
                 .core_mhz
@@ -802,7 +807,7 @@ impl ProbeResult {
                 s,
                 "{} CPUs of one LLC updating {} KiB each at random together: {:.2} ns per update \
                  against {:.2} alone ({:.2}x; a shared cache of {knee} KiB would cost about \
-                 {:.1}x): {} (--machine-set llc_kib={})",
+                 {:.1}x): {} (--machine-set llc_kib={knee}{})",
                 l.threads,
                 l.buffer_kib,
                 l.gather_ns,
@@ -814,7 +819,11 @@ impl ProbeResult {
                 } else {
                     "the CPUs share it"
                 },
-                l.model_llc_kib(knee)
+                if l.private() {
+                    " --machine-set llc_private=1"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -939,14 +948,27 @@ impl ProbeResult {
         effective_llc_kib(&self.cache_curve, self.local_latency_ns()?)
     }
 
-    /// The cost model's `llc_kib`: the knee, times the LLC's CPUs when the co-run found it
-    /// each core's own ([`crate::llc_share::LlcShare::model_llc_kib`]).
+    /// The cost model's `llc_kib`: the knee, the cache one core holds alone. When the co-run
+    /// found it each core's own, it is each CPU's own part ([`Self::model_llc_private`]);
+    /// else the LLC that the model shares out among its CPUs' tasks.
     pub fn model_llc_kib(&self) -> Option<usize> {
+        self.effective_llc_kib()
+    }
+
+    /// The cost model's `llc_private`: the co-run found that each core holds the knee itself,
+    /// whatever the others do.
+    pub fn model_llc_private(&self) -> bool {
+        self.llc_share.as_ref().is_some_and(|s| s.private())
+    }
+
+    /// The cache all of the LLC's CPUs hold together: the knee, times the CPUs when each
+    /// holds its own ([`crate::llc_share::LlcShare::capacity_kib`]).
+    pub fn capacity_kib(&self) -> Option<usize> {
         let knee = self.effective_llc_kib()?;
         Some(
             self.llc_share
                 .as_ref()
-                .map_or(knee, |s| s.model_llc_kib(knee)),
+                .map_or(knee, |s| s.capacity_kib(knee)),
         )
     }
 
@@ -1033,8 +1055,8 @@ mod tests {
                 && flags.contains("--machine-set freq_mhz=4250"),
             "{flags}"
         );
-        // Two CPUs of the LLC that keep their rate together each hold the knee: the model's
-        // LLC, shared out between them, is twice the knee.
+        // Two CPUs of the LLC that keep their rate together each hold the knee: in the model
+        // each CPU has its own knee of the LLC (llc_private), and together they hold twice it.
         let own = ProbeResult {
             llc_share: Some(crate::llc_share::LlcShare {
                 threads: 2,
@@ -1047,13 +1069,20 @@ mod tests {
             ..r.clone()
         };
         let text = own.to_text();
-        assert_eq!(own.model_llc_kib(), Some(2048));
+        assert_eq!(own.model_llc_kib(), Some(1024));
+        assert!(own.model_llc_private() && !r.model_llc_private());
+        assert_eq!(own.capacity_kib(), Some(2048));
         assert!(
-            text.contains("each core holds its own (--machine-set llc_kib=2048)"),
+            text.contains(
+                "each core holds its own (--machine-set llc_kib=1024 --machine-set llc_private=1)"
+            ),
             "{text}"
         );
         let flags = text.lines().last().unwrap_or_default();
-        assert!(flags.contains("--machine-set llc_kib=2048"), "{flags}");
+        assert!(
+            flags.contains("--machine-set llc_kib=1024 --machine-set llc_private=1"),
+            "{flags}"
+        );
         let none = ProbeResult { cells: vec![], ..r };
         assert_eq!(none.stream_mlp(), None);
     }

@@ -478,9 +478,13 @@ fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
     let hits = c
         .llc_latency_ns
         .map_or("hits free".to_string(), |l| format!("hits {l} ns"));
+    let holders = if c.llc_private {
+        format!("held by each of its {sharing} CPU(s) alone")
+    } else {
+        format!("shared by {sharing} CPU(s)")
+    };
     v.push(format!(
-        "last-level cache: {} KiB shared by {sharing} CPU(s), {} B lines, {ways}, {hits}, \
-         streams count {}",
+        "last-level cache: {} KiB {holders}, {} B lines, {ways}, {hits}, streams count {}",
         kib(c.llc_bytes),
         c.line_bytes,
         c.llc_stream_share
@@ -497,7 +501,7 @@ fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
     });
     v.push(format!(
         "memory: {} KiB pages, loaded-latency ratio {}, dirty line {} / {} ns (local / \
-         remote), page fault {} ns",
+         remote), page fault {:.0} ns",
         kib(m.page_bytes),
         m.loaded_latency_ratio,
         m.line_transfer_local_ns,

@@ -246,3 +246,29 @@ fn common(t: &Topology) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report names the LLC's sets and the TLB as the machine gives them.
+    #[test]
+    fn memory_bound_reports_name_the_sets_and_the_tlb_of_the_machine() {
+        let azusa = memory_bound(&topo::preset("azusa16").expect("preset"));
+        assert!(
+            azusa.contains("the LLC is 4-way set associative"),
+            "{azusa}"
+        );
+        assert!(
+            azusa.contains("*TLB*: 96 entries of 16 KiB pages reach 1.5 MiB")
+                && azusa.contains("15 cycles (18.8 ns)"),
+            "{azusa}"
+        );
+        let xeon = memory_bound(&topo::preset("xeon2s").expect("preset"));
+        assert!(xeon.contains("taken as fully associative"), "{xeon}");
+        assert!(
+            xeon.contains("*TLB*: address translation is free"),
+            "{xeon}"
+        );
+    }
+}

@@ -487,12 +487,49 @@ impl<'a> HomeSearch<'a> {
         Some(HomeChoice {
             nodes: vec![x],
             reason: format!(
-                "home node {x}: no node has room for all of its {:.1} CPUs; node {x} scores best ({}){}",
+                "home node {x}: no node has room for all of its {:.1} CPUs; node {x} scores best ({}){}{}",
                 self.p.cpu,
                 self.describe(x),
-                self.packed(x)
+                self.packed(x),
+                self.passed_over(fitting_balanced)
             ),
         })
+    }
+
+    /// The allowed nodes a choice among `candidates` did not consider, and why: "; not node 3
+    /// (too little free memory: 120 MiB, 19 MiB + 128 MiB headroom wanted)". Empty when every
+    /// allowed node was a candidate. So a crowded home can be read back from the journal.
+    fn passed_over(&self, candidates: &[NodeId]) -> String {
+        let why: Vec<String> = (self.allowed.iter())
+            .filter(|x| !candidates.contains(x))
+            .map(|&x| format!("node {x} ({})", self.why_not(x)))
+            .collect();
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!("; not {}", why.join(", "))
+        }
+    }
+
+    /// Why node `x` was no candidate: too few CPUs or too little memory for the process, or
+    /// more homed demand than the evenest node would have.
+    fn why_not(&self, x: NodeId) -> String {
+        let p = self.p;
+        if p.width as usize > p.node_cpus[x] {
+            return format!("{} CPUs for its {}", p.node_cpus[x], threads(p.width));
+        }
+        if self.mem_cap(x) < self.rss {
+            return format!(
+                "too little free memory: {}, {} + {} headroom wanted",
+                fmt_bytes((self.mem_cap(x) + self.headroom).max(0) as u64),
+                fmt_bytes(p.rss),
+                fmt_bytes(self.headroom as u64)
+            );
+        }
+        format!(
+            "{:.2} CPUs/CPU homed with it, a whole one of it above the evenest",
+            self.homed_after(x)
+        )
     }
 
     /// Rule 4: a home set of the nearest nodes around the best one until it fits; when that does

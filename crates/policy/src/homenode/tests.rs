@@ -481,6 +481,32 @@ fn homes_stay_balanced_when_no_node_has_room() {
     );
 }
 
+/// From a VM rig run: a job homed while no node had room went to a node with two homed jobs
+/// while another had one, and the journal could not say why that node was passed over. A
+/// crowded home now names each allowed node it did not consider and the reason.
+#[test]
+fn a_crowded_home_names_the_nodes_it_passed_over() {
+    let t = machine("nodes=4,cpus-per-node=2,mem-gib=2");
+    let mut procs = vec![proc(&t, 1, 0.5, 1, 0, &[20 * MIB, 0, 0, 0]), burst(&t, 7.6)];
+    procs[0].node_runtime = vec![0.25; 4];
+    let mut s = snap(&t, 0, procs);
+    // Node 3 keeps 100 MiB free, less than the job and the 128 MiB headroom.
+    s.nodes[3].free_bytes = 100 * MIB;
+    let a = for_small_jobs().decide(&s);
+    let reason = a
+        .iter()
+        .find_map(|a| match a {
+            Action::SetHome { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("a home");
+    assert!(reason.contains("no node has room"), "{reason}");
+    assert!(
+        reason.contains("not node 3 (too little free memory: 100 MiB, 20.0 MiB + 128 MiB"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn rebalance_prefers_memory_already_on_the_destination() {
     let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");

@@ -710,14 +710,9 @@ impl ProbeResult {
                 .node_bandwidth_gbps()
                 .map(|b| format!(" --machine-set bandwidth_gbps={b:.1}"))
                 .unwrap_or_default();
-            let private = if self.model_llc_private() {
-                " --machine-set llc_private=1"
-            } else {
-                ""
-            };
             let llc_kib = self
                 .model_llc_kib()
-                .map(|k| format!(" --machine-set llc_kib={k}{private}"))
+                .map(|k| format!(" {}", llc_flags(k, self.model_llc_private())))
                 .unwrap_or_default();
             let clock = self
                 .core_mhz
@@ -807,7 +802,7 @@ impl ProbeResult {
                 s,
                 "{} CPUs of one LLC updating {} KiB each at random together: {:.2} ns per update \
                  against {:.2} alone ({:.2}x; a shared cache of {knee} KiB would cost about \
-                 {:.1}x): {} (--machine-set llc_kib={knee}{})",
+                 {:.1}x): {} ({})",
                 l.threads,
                 l.buffer_kib,
                 l.gather_ns,
@@ -819,11 +814,7 @@ impl ProbeResult {
                 } else {
                     "the CPUs share it"
                 },
-                if l.private() {
-                    " --machine-set llc_private=1"
-                } else {
-                    ""
-                }
+                llc_flags(knee, l.private())
             );
         }
     }
@@ -986,6 +977,17 @@ impl ProbeResult {
         let v: Vec<f64> = self.local().map(|c| c.read_gbps).collect();
         (!v.is_empty()).then(|| median(v))
     }
+}
+
+/// The `--machine-set` flags for an LLC of `kib` that each CPU holds on its own (`private`)
+/// or that its CPUs share.
+fn llc_flags(kib: usize, private: bool) -> String {
+    let own = if private {
+        " --machine-set llc_private=1"
+    } else {
+        ""
+    };
+    format!("--machine-set llc_kib={kib}{own}")
 }
 
 #[cfg(test)]

@@ -489,13 +489,12 @@ fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
         c.line_bytes,
         c.llc_stream_share
     ));
-    v.push(match c.tlb_entries {
-        Some(n) if c.tlb_walk_cycles > 0.0 => format!(
-            "data TLB: {n} entries x {} KiB pages = {:.1} MiB, a walk {} cycles ({:.1} ns)",
+    v.push(match (c.tlb_entries, t.tlb()) {
+        (Some(n), Some((reach, cycles))) => format!(
+            "data TLB: {n} entries x {} KiB pages = {:.1} MiB, a walk {cycles} cycles ({:.1} ns)",
             kib(m.page_bytes),
-            n as f64 * m.page_bytes as f64 / f64::from(1u32 << 20),
-            c.tlb_walk_cycles,
-            c.tlb_walk_cycles * t.ns_per_cycle()
+            reach / f64::from(1u32 << 20),
+            cycles * t.ns_per_cycle()
         ),
         _ => "data TLB: none given (translation free)".to_string(),
     });

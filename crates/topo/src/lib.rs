@@ -161,6 +161,15 @@ impl Topology {
         self.nodes.len()
     }
 
+    /// The data TLB the cost model charges walks for: its reach in bytes (entries x base
+    /// page) and the cycles of a walk; `None` when the machine gives none or walks are free.
+    pub fn tlb(&self) -> Option<(f64, f64)> {
+        let c = &self.cpu_model;
+        let entries = c.tlb_entries?;
+        let reach = entries as f64 * self.memory.page_bytes as f64;
+        (c.tlb_walk_cycles > 0.0).then_some((reach, c.tlb_walk_cycles))
+    }
+
     pub fn node_of(&self, cpu: CpuId) -> NodeId {
         self.cpus[cpu].node
     }

@@ -76,17 +76,14 @@ fn sets(t: &Topology) -> String {
 /// The bullet on address translation: the TLB's reach and what a walk costs.
 fn tlb(t: &Topology) -> String {
     let page_kib = t.memory.page_bytes / 1024;
-    match t.cpu_model.tlb_entries {
-        Some(n) if t.cpu_model.tlb_walk_cycles > 0.0 => {
-            let cycles = t.cpu_model.tlb_walk_cycles;
-            format!(
-                "- *TLB*: {n} entries of {page_kib} KiB pages reach {:.1} MiB; a random access \
-                 beyond that reach walks the page table, {cycles:.0} cycles ({:.1} ns), waited \
-                 for as a miss is (docs/MODEL.md §4, \"TLB walks\").",
-                n as f64 * t.memory.page_bytes as f64 / (1u64 << 20) as f64,
-                cycles * t.ns_per_cycle()
-            )
-        }
+    match (t.cpu_model.tlb_entries, t.tlb()) {
+        (Some(n), Some((reach, cycles))) => format!(
+            "- *TLB*: {n} entries of {page_kib} KiB pages reach {:.1} MiB; a random access \
+             beyond that reach walks the page table, {cycles:.0} cycles ({:.1} ns), waited \
+             for as a miss is (docs/MODEL.md §4, \"TLB walks\").",
+            reach / (1u64 << 20) as f64,
+            cycles * t.ns_per_cycle()
+        ),
         _ => "- *TLB*: address translation is free (no TLB given for this machine, \
               docs/MACHINES.md)."
             .to_string(),

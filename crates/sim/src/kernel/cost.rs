@@ -370,7 +370,7 @@ pub fn linear_op_into(
         topo.cpu_model.llc_stream_share,
         set_mapping(topo),
     );
-    let walk_ns = walk_ns_per_random_line(topo, random_footprint);
+    let walk = walk_ns_per_random_line(topo, random_footprint);
     out.random_footprint = random_footprint;
     out.cached_bytes = lru.random_bytes_held(op, at.regions, line);
     out.touched_lines = 0.0;
@@ -398,7 +398,7 @@ pub fn linear_op_into(
             }
             // Page walks, hit or miss in the LLC, overlapped likewise (none without a TLB, so
             // that a machine without one adds nothing, not even a zero).
-            if let Some(walk) = walk_ns {
+            if let Some(walk) = walk {
                 let walk_ns = touched * walk / mlp;
                 match overlap.as_mut() {
                     Some(o) => o.hit_ns += walk_ns,
@@ -931,13 +931,11 @@ fn set_mapping(topo: &Topology) -> Option<SetMapping> {
 /// within the TLB's reach walks never. `None` when the machine gives no TLB, the walk is free
 /// or nothing misses.
 pub fn walk_ns_per_random_line(topo: &Topology, footprint: f64) -> Option<f64> {
-    let cpu = &topo.cpu_model;
-    let entries = cpu.tlb_entries?;
-    let reach = entries as f64 * topo.memory.page_bytes as f64;
-    if cpu.tlb_walk_cycles <= 0.0 || footprint <= reach {
+    let (reach, cycles) = topo.tlb()?;
+    if footprint <= reach {
         return None;
     }
-    Some((1.0 - reach / footprint) * cpu.tlb_walk_cycles * topo.ns_per_cycle())
+    Some((1.0 - reach / footprint) * cycles * topo.ns_per_cycle())
 }
 
 /// Time of one operation of `op` on a CPU of `node` with no coherence stall, ns: core cycles

@@ -19,7 +19,7 @@
 //!    `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in
 //!    a row, move the single-node process with the best score (load taken off the imbalance
 //!    per byte that would migrate), at most `max_moves_per_interval`, never one that moved
-//!    within `min_dwell_s`.
+//!    within `min_dwell_s` unless its node is overloaded and the destination has room for it.
 //! 4. *Memory*: bring remote memory home, largest remote share first, in `MoveMemory`
 //!    batches of at most `batch_mib`, at most `move_rate_mib_s` x interval in total. Where
 //!    the kernel's NUMA balancing is active, its page migration is left the moving while it

@@ -984,6 +984,61 @@ fn an_overloaded_home_against_an_idle_node_is_corrected_without_waiting_out_the_
     assert_eq!(moved_at, Some(6), "after imbalance_intervals (3) decisions");
 }
 
+/// From a VM rig run (numatest8): a job homed during the hackbench burst, while no node had
+/// room and the node with the fewest homes was short of free memory, went to a node already
+/// home to two. Once the burst was over that node ran three CPU-bound jobs on two CPUs while
+/// another ran one; the other was not idle, so the rebalancer waited out `min_dwell_s`,
+/// longer than the jobs ran. A node with room for the whole job now takes it after the
+/// imbalance streak.
+#[test]
+fn an_overloaded_home_against_a_node_with_room_is_corrected_without_waiting_out_the_dwell() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=4");
+    let job = |pid: u32, cpu: f64, node: NodeId| {
+        let mut bytes = vec![0; 2];
+        bytes[node] = 128 * MIB;
+        proc(&t, pid, cpu, 1, node, &bytes)
+    };
+    let mut pol = HomenodePolicy::default();
+    let mut procs = vec![job(1, 1.0, 0), job(2, 1.0, 0), job(3, 1.0, 1)];
+    let a = pol.decide(&snap(&t, 0, procs.clone()));
+    apply(&t, &mut procs, &homes_only(&a));
+    let on = |procs: &[ProcessView], n: NodeId| procs.iter().filter(|p| p.home == [n]).count();
+    assert_eq!((on(&procs, 0), on(&procs, 1)), (2, 1), "{a:#?}");
+    // The burst: its threads busy on both nodes, its buffers filling node 1's memory; a fourth
+    // job starts.
+    let mut busy = proc(&t, 9, 2.0, 40, 1, &[0, 3900 * MIB]);
+    busy.leave_alone = true;
+    busy.node_runtime = vec![0.5, 0.5];
+    let mut during: Vec<ProcessView> = procs.clone();
+    during.push(job(4, 1.0, 0));
+    during.push(busy);
+    let a = pol.decide(&snap(&t, 2, during.clone()));
+    assert_eq!(homes(&a), vec![(4, vec![0])], "{a:#?}");
+    procs.push(job(4, 1.0, 0));
+    apply(&t, &mut procs, &homes_only(&a));
+    assert_eq!((on(&procs, 0), on(&procs, 1)), (3, 1));
+    // After the burst: three CPU-bound jobs on node 0's two CPUs, one on node 1's.
+    let mut moved_at = None;
+    for s in 2..=10u64 {
+        let a = pol.decide(&snap(&t, 2 * s, procs.clone()));
+        for (pid, h) in homes(&a) {
+            assert_eq!(moved_at, None, "moved twice: {a:#?}");
+            assert_eq!(h, vec![1], "pid {pid}: {a:#?}");
+            moved_at = Some(2 * s);
+        }
+        apply(&t, &mut procs, &homes_only(&a));
+    }
+    assert_eq!((on(&procs, 0), on(&procs, 1)), (2, 2));
+    // Node 0 has been the busiest since the first homes (t = 0, 2, 4): the streak of
+    // `imbalance_intervals` (3) is complete at the first decision after the burst. Before,
+    // nothing moved until `min_dwell_s` (60 s) after job 4's home.
+    assert_eq!(
+        moved_at,
+        Some(4),
+        "moved at the third decision that saw node 0 busiest"
+    );
+}
+
 fn homes_only(a: &[Action]) -> Vec<Action> {
     a.iter()
         .filter(|x| matches!(x, Action::SetHome { .. }))

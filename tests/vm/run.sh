@@ -10,7 +10,8 @@
 # Options: --tcg (software emulation even when KVM works), --verbose (print each guest's whole
 # console), --no-build (reuse the cached homenode and initramfs).
 # Environment: HOMENODE_VM_CACHE (default target/vm), CARGO_TARGET_DIR, HOMENODE_VM_TIMEOUT
-# (seconds per boot, default 420: compare runs three 90 s windows), HOMENODE_VM_RETRIES (second boots of a failed scenario:
+# (seconds per boot, default 600: compare runs three 90 s windows, and under TCG on a shared
+# host its guest has stalled for minutes in soft lockups), HOMENODE_VM_RETRIES (second boots of a failed scenario:
 # 1 under TCG, 0 under KVM).
 set -euo pipefail
 
@@ -18,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${HOMENODE_VM_CACHE:-$repo/target/vm}
 cargo_target=${CARGO_TARGET_DIR:-$repo/target}
-boot_timeout=${HOMENODE_VM_TIMEOUT:-420}
+boot_timeout=${HOMENODE_VM_TIMEOUT:-600}
 musl=x86_64-unknown-linux-musl
 
 # scenario -> shapes it boots (one boot per shape)

@@ -42,6 +42,7 @@ impl OpKey {
         let w = &mut self.words;
         w.clear();
         w.extend([program as u64, pc as u64, cpu_node as u64, share_bits]);
+        debug_assert_eq!(w.len(), SHARE_WORD + 1);
         for r in regions {
             // The process's memory on one node or none: a region is on that node or has
             // nothing (one load instead of a scan of the region's nodes).
@@ -56,14 +57,30 @@ impl OpKey {
             w.push(r.bytes);
             w.push(node as u64);
         }
+        self.rehash();
+        true
+    }
+
+    /// The key `words` held for another share: the same words with `share_bits` in place of
+    /// theirs, and its hash.
+    fn with_share(&mut self, words: &[u64], share_bits: u64) {
+        self.words.clear();
+        self.words.extend_from_slice(words);
+        self.words[SHARE_WORD] = share_bits;
+        self.rehash();
+    }
+
+    fn rehash(&mut self) {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for &x in w.iter() {
+        for &x in self.words.iter() {
             h = (h ^ x).wrapping_mul(0x0100_0000_01b3).rotate_left(23);
         }
         self.hash = h ^ (h >> 29);
-        true
     }
 }
+
+/// Where a key holds its share's bits.
+const SHARE_WORD: usize = 3;
 
 /// The node a region's [`Region::node_fractions`] put all of it on, as seen from a CPU of
 /// `toucher`: the node of its allocated bytes if they are on one node, `toucher` when none
@@ -109,6 +126,18 @@ impl OpMemo {
     pub fn key(&mut self, what: (usize, usize, NodeId, u64), proc: &Process) -> bool {
         let spread = self.spread(proc);
         self.key.build(what, &proc.regions, spread)
+    }
+
+    /// The key of [`OpMemo::key`] from `words`, a key it built before for the same program,
+    /// phase, node and process memory (its `mem_version`), with `share_bits` for the share:
+    /// the words it would build again, without reading the regions.
+    pub fn key_with_share(&mut self, words: &[u64], share_bits: u64) {
+        self.key.with_share(words, share_bits);
+    }
+
+    /// The words of the key made last.
+    pub fn key_words(&self) -> &[u64] {
+        &self.key.words
     }
 
     /// [`Process::spread`], remembered per `mem_version` (every change of a region's bytes
@@ -258,5 +287,34 @@ mod tests {
         // Memory over two nodes: no key.
         let spread = vec![region(8, vec![2, 4]), region(16, vec![0, 0])];
         assert!(!memo.key((0, 3, 1, 42), &process(&spread)));
+    }
+    #[test]
+    fn a_key_made_again_for_another_share_is_the_key_built_for_it() {
+        let regions = vec![region(8, vec![0, 4]), region(16, vec![0, 0])];
+        let proc = process(&regions);
+        let mut memo = OpMemo::default();
+        assert!(memo.key((2, 3, 1, 42), &proc));
+        let words = memo.key_words().to_vec();
+        for share in [42, 43, 1 << 40, 0] {
+            let mut built = OpMemo::default();
+            assert!(built.key((2, 3, 1, share), &proc));
+            memo.key_with_share(&words, share);
+            assert_eq!(memo.key.words, built.key.words, "share {share}");
+            assert_eq!(memo.key.hash, built.key.hash, "share {share}");
+        }
+        // And it recalls what the built key stored.
+        let op = LinearOp {
+            fp: 9,
+            coef: vec![3.0, 1.0],
+            nz: vec![1],
+            ..Default::default()
+        };
+        let mut built = OpMemo::default();
+        assert!(built.key((2, 3, 1, 43), &proc));
+        built.store(&op);
+        built.key_with_share(&words, 43);
+        let mut out = LinearOp::default();
+        assert!(built.recall(&mut out));
+        assert_eq!(out, op);
     }
 }

@@ -237,8 +237,29 @@ impl Kernel {
         let lin = &mut cache.op;
         let proc = &self.procs[pid];
         let regions = &proc.regions;
-        // Contended decompositions depend on the other threads (`xfer`): not in the memo.
-        let keyed = !contended && self.op_memo.key((program, pc, node, share_bits), proc);
+        // Contended decompositions depend on the other threads (`xfer`): not in the memo. A
+        // task whose share alone changed (the number of memory phases on its cache) reuses
+        // its last key: the regions it read are as they were at the same `mem_version`.
+        // (`memo_key` belongs to the cache's `pc`, `node` and `mem_version`, which change
+        // below: whenever it is not made again here it is dropped.)
+        let keyed = if contended {
+            cache.memo_key.clear();
+            false
+        } else if cache.pc == pc
+            && cache.node == node
+            && cache.mem_version == mem_version
+            && !cache.memo_key.is_empty()
+        {
+            self.op_memo.key_with_share(&cache.memo_key, share_bits);
+            true
+        } else {
+            let keyed = self.op_memo.key((program, pc, node, share_bits), proc);
+            cache.memo_key.clear();
+            if keyed {
+                cache.memo_key.extend_from_slice(self.op_memo.key_words());
+            }
+            keyed
+        };
         if !(keyed && self.op_memo.recall(lin)) {
             let mut frac = std::mem::take(&mut self.frac_scratch);
             let at = cost::Placed {

@@ -209,6 +209,10 @@ pub struct OpCache {
     pub share_bits: u64,
     pub mem_version: u64,
     pub op: LinearOp,
+    /// The memo's key for `pc`, `node` and `mem_version` as last built (its share word is
+    /// that build's), empty when it could not be built: a rebuild for another share alone
+    /// takes it from here instead of reading the process's regions again.
+    pub memo_key: Vec<u64>,
     /// Its last refill after turns on its LLC, kept to be handed out again when it comes back
     /// with the same inputs (a cell: the refill is asked for where the kernel is only read).
     pub refill: std::cell::RefCell<super::cost::RefillMemo>,

@@ -292,8 +292,8 @@ impl Kernel {
     /// refresh registered, corrected by the CPUs marked since (every change of what a CPU
     /// runs marks it) and by `cpu`, which a task starting a memory phase there marks only
     /// after it is rated. Unmarked CPUs run what was registered, so their part of the count
-    /// stands; the marked ones are few, where a scan reads every CPU of the cache (a fifth
-    /// of `linux`'s time at 512 CPUs, perf, with 32 CPUs to a cache).
+    /// stands; the marked ones are few, where a scan reads every CPU of the cache (5% of
+    /// `linux`'s time at 512 CPUs, perf, with 32 CPUs to a cache).
     fn llc_mem_phases(&self, llc: usize, cpu: CpuId) -> usize {
         let dirty = self.cx.dirty();
         if dirty.len() >= self.llc_cpus[llc].len() {

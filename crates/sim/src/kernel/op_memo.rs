@@ -288,6 +288,7 @@ mod tests {
         let spread = vec![region(8, vec![2, 4]), region(16, vec![0, 0])];
         assert!(!memo.key((0, 3, 1, 42), &process(&spread)));
     }
+
     #[test]
     fn a_key_made_again_for_another_share_is_the_key_built_for_it() {
         let regions = vec![region(8, vec![0, 4]), region(16, vec![0, 0])];

@@ -234,6 +234,8 @@ impl Kernel {
         };
         // The decomposition being replaced lends its box and buffers to the new one.
         let mut cache = self.tasks[t].op_cache.take().unwrap_or_default();
+        let share_alone_changed =
+            cache.fits_but_share(pc, node, mem_version) && !cache.memo_key.is_empty();
         let lin = &mut cache.op;
         let proc = &self.procs[pid];
         let regions = &proc.regions;
@@ -245,11 +247,7 @@ impl Kernel {
         let keyed = if contended {
             cache.memo_key.clear();
             false
-        } else if cache.pc == pc
-            && cache.node == node
-            && cache.mem_version == mem_version
-            && !cache.memo_key.is_empty()
-        {
+        } else if share_alone_changed {
             self.op_memo.key_with_share(&cache.memo_key, share_bits);
             true
         } else {

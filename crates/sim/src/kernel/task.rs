@@ -222,10 +222,12 @@ impl OpCache {
     /// Whether it was computed for phase `pc` on `node` with an LLC share of these bits
     /// and its process's memory at `mem_version`.
     pub fn fits(&self, (pc, node, share_bits, mem_version): (usize, NodeId, u64, u64)) -> bool {
-        self.pc == pc
-            && self.node == node
-            && self.share_bits == share_bits
-            && self.mem_version == mem_version
+        self.share_bits == share_bits && self.fits_but_share(pc, node, mem_version)
+    }
+
+    /// [`OpCache::fits`] but for the LLC share: the same phase, node and memory version.
+    pub fn fits_but_share(&self, pc: usize, node: NodeId, mem_version: u64) -> bool {
+        self.pc == pc && self.node == node && self.mem_version == mem_version
     }
 }
 

@@ -49,14 +49,16 @@ pub fn figures(r: &RunResult, nr_nodes: usize) -> RunFigures {
         .filter(|t| t.job)
         .map(|t| job_row(t, nr_nodes))
         .collect();
-    RunFigures::from_jobs(
+    let mut f = RunFigures::from_jobs(
         jobs,
         secs(r.end_ns),
         r.disturbance_ns.map_or(0.0, secs),
         r.events,
         r.counters.node_migrations,
         r.counters.refused,
-    )
+    );
+    f.skipped_ticks = r.skipped_ticks;
+    f
 }
 
 fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {

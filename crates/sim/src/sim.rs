@@ -74,6 +74,9 @@ pub struct RunResult {
     pub events: u64,
     /// Superseded events dropped unhandled.
     pub stale_events: u64,
+    /// Of `events`, the idle balance ticks accounted without being handled one by one
+    /// (`kernel/ticks.rs`, quiet CPUs).
+    pub skipped_ticks: u64,
     /// Busy time per CPU.
     pub cpu_busy_ns: Vec<Ns>,
     /// What the node-level placement policy did, when one ran.
@@ -133,6 +136,15 @@ impl Sim {
         self
     }
 
+    /// Whether idle CPUs may skip balance ticks that would repeat their last pass (default
+    /// yes; `kernel/ticks.rs`, quiet CPUs). The run is the same either way, but fewer events
+    /// are handled; a caller that samples the run after "the first event past a time" turns
+    /// it off, since a skipped tick could have been that event.
+    pub fn with_quiet_ticks(mut self, on: bool) -> Self {
+        self.k.quiet.enabled = on;
+        self
+    }
+
     /// Run a node-level placement policy every `p.interval` of simulated time.
     pub fn with_placement(mut self, p: Placement) -> Self {
         self.placement = Some(p);
@@ -148,6 +160,10 @@ impl Sim {
         if self.k.is_done() {
             return Ok(false);
         }
+        if self.k.quiet_broken() {
+            // The last event changed what balancing passes read: quiet CPUs tick again.
+            self.k.wake_quiet(self.sched.as_mut(), true, true);
+        }
         if let Some(p) = &mut self.placement {
             // Decide only while something is still to happen, so that a stuck run is still
             // reported as stuck.
@@ -159,6 +175,11 @@ impl Sim {
                     });
                 }
                 self.k.now = p.next;
+                if self.k.quiet.any() {
+                    // A tick at this instant would come after the decision (it is taken
+                    // only when every pending event is at or after it).
+                    self.k.wake_quiet(self.sched.as_mut(), false, true);
+                }
                 p.decide(&mut self.k, self.sched.as_ref());
                 self.k.refresh_contention();
                 return Ok(true);
@@ -167,6 +188,13 @@ impl Sim {
         let Some((time, ev)) = self.k.events.pop() else {
             if self.k.is_done() {
                 return Ok(false);
+            }
+            if self.k.quiet.any() {
+                // Quiet CPUs would tick on until the time limit.
+                return Err(RunError::TimeLimit {
+                    limit_s: self.limit / SEC,
+                    live: self.k.live_tasks,
+                });
             }
             return Err(RunError::Stuck {
                 at_ns: self.k.now,
@@ -211,7 +239,12 @@ impl Sim {
         if let Some(f) = self.k.fault.take() {
             return Err(f.into());
         }
-        Ok(!self.k.is_done())
+        let done = self.k.is_done();
+        if done && self.k.quiet.any() {
+            // The ticks skipped up to the end, accounted.
+            self.k.wake_quiet(self.sched.as_mut(), true, false);
+        }
+        Ok(!done)
     }
 
     /// Counts events at one instant: more than [`crate::budget::MAX_STEPS_WITHOUT_TIME`] means
@@ -269,7 +302,8 @@ impl Sim {
         Ok(self.finish())
     }
 
-    fn finish(self) -> RunResult {
+    /// The result of a run stepped to its end (what [`Sim::run`] returns).
+    pub fn finish(self) -> RunResult {
         let k = &self.k;
         let wl = &k.workload;
         let tasks: Vec<TaskReport> = k
@@ -307,8 +341,10 @@ impl Sim {
             end_ns: k.now,
             disturbance_ns,
             counters: k.counters.clone(),
-            events: k.events.handled,
+            // Skipped idle ticks count as the events they stand for.
+            events: k.events.handled + k.quiet.replayed,
             stale_events: k.events.popped - k.events.handled,
+            skipped_ticks: k.quiet.replayed,
             cpu_busy_ns: k.rqs.iter().map(|r| r.busy_ns).collect(),
             placement: self.placement.as_ref().map(|p| p.stats.clone()),
             load: self.load.clone(),

@@ -36,5 +36,7 @@ mod schedulers;
 mod scoreboard;
 #[path = "sim/studies.rs"]
 mod studies;
+#[path = "sim/ticks.rs"]
+mod ticks;
 #[path = "sim/workloads.rs"]
 mod workloads;

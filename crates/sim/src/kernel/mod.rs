@@ -288,6 +288,9 @@ pub struct Kernel {
     home_changes: u64,
     /// Bumped whenever a task's affinity is set ([`Kernel::set_affinity`]).
     affinity_changes: u64,
+    /// Idle CPUs whose balance ticks are skipped while nothing they read changes
+    /// (`ticks.rs`).
+    pub quiet: ticks::QuietTicks,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
 }
@@ -347,6 +350,8 @@ pub enum InvariantError {
     RegionBytes { placed: u64, used: u64 },
     #[error("incremental contention state: {0}")]
     Contention(String),
+    #[error("cpu {cpu} is quiet (skipping its balance ticks) but {why}")]
+    QuietCpu { cpu: CpuId, why: &'static str },
 }
 
 /// Why the kernel model stopped a run that would not end or would exhaust memory.
@@ -465,6 +470,7 @@ impl Kernel {
             op_memo: Box::default(),
             rng: seeds.stream("workload", 0),
             seq: 0,
+            quiet: ticks::QuietTicks::new(nr_cpus),
             fault,
         }
     }
@@ -719,6 +725,7 @@ impl Kernel {
                 });
             }
         }
+        self.quiet_invariants()?;
         if waiting != self.nr_waiting {
             return Err(InvariantError::NrWaiting {
                 counted: self.nr_waiting,

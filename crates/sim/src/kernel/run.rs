@@ -254,6 +254,7 @@ impl Kernel {
         loop {
             if self.rqs[cpu].queue.is_empty() {
                 self.counters.balance_calls += 1;
+                debug_assert!(!self.quiet.is_quiet(cpu), "a pass on quiet CPU {cpu}");
                 s.balance(self, cpu, IdleType::NewIdle);
             }
             let fair = self.params.fair.is_some();

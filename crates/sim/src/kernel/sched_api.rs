@@ -54,6 +54,17 @@ pub trait CpuScheduler: Send {
     fn balance_interval(&self, k: &Kernel, cpu: CpuId, idle: bool) -> Ns;
     /// One balancing pass on `cpu` (pulls tasks to it).
     fn balance(&mut self, k: &mut Kernel, cpu: CpuId, idle: IdleType);
+    /// Called right after a periodic idle pass of `cpu` that moved nothing: whether the
+    /// passes of its next idle ticks would each do exactly what [`CpuScheduler::replay_quiet`]
+    /// does for them, as long as [`Kernel::balance_inputs`] stays as it is now and the tick
+    /// comes before the time returned (`Ns::MAX`: no such time). The kernel then skips those
+    /// ticks (`kernel/ticks.rs`, "quiet" CPUs). Default: no, every tick runs.
+    fn idle_quiet(&mut self, _k: &Kernel, _cpu: CpuId) -> Option<Ns> {
+        None
+    }
+    /// Account the `n` idle passes of `cpu` at `first`, `first + every`, ... that the kernel
+    /// skipped after [`CpuScheduler::idle_quiet`] said yes, as those passes would have.
+    fn replay_quiet(&mut self, _k: &mut Kernel, _cpu: CpuId, _first: Ns, _every: Ns, _n: u64) {}
     /// CPU of a newly forked task (default: the parent's CPU, as 2.5 kernels did).
     fn fork_cpu(&mut self, _k: &Kernel, parent_cpu: CpuId, _child: TaskId) -> CpuId {
         parent_cpu

@@ -1,11 +1,74 @@
 //! Periodic balance ticks: each CPU's ticks fall on its own grid, busy CPUs at the busy
 //! interval, idle ones at the idle interval, and idle CPUs with nothing to pull post nothing
 //! (they are "parked" until some runqueue holds a waiting task).
+//!
+//! An idle CPU that has something to pull but may not take it (a node-affine scheduler's
+//! tasks stay on their homenode) ticks on, and each pass finds the same nothing. When the
+//! scheduler promises that its next passes repeat the last one while nothing they read
+//! changes ([`CpuScheduler::idle_quiet`]), the CPU goes *quiet*: no tick is posted. When
+//! [`Kernel::balance_inputs`] changes, the engine ends every quiet CPU at once: the scheduler
+//! accounts the ticks skipped up to that instant ([`CpuScheduler::replay_quiet`]), and the
+//! CPU's next tick is posted on its grid as if it had ticked all along. A promise bounded in
+//! time ends with a tick posted at its bound. A skipped tick at the very instant of a change
+//! is taken to come before the change; a tick that ran would come before or after it by
+//! the order of posting, which the grids' random phases make a tie of measure zero.
 
 use super::Kernel;
 use super::sched_api::{CpuScheduler, IdleType};
 use crate::engine::Event;
+use crate::time::Ns;
 use topo::CpuId;
+
+/// What the balancing passes read that only a handled event changes: the runqueues (any
+/// change bumps its node's count), where memory is, the homes and the affinities.
+pub type BalanceInputs = (u64, u64, u64, u64);
+
+/// The quiet CPUs (module doc).
+#[derive(Clone, Debug)]
+pub struct QuietTicks {
+    /// Whether idle CPUs may go quiet (on unless a caller samples the run at times of its
+    /// own between events, where a skipped tick would change which event comes first).
+    pub enabled: bool,
+    /// The quiet CPUs, in the order they went quiet.
+    cpus: Vec<CpuId>,
+    /// Per CPU, while quiet: its last tick that ran.
+    at: Vec<Option<QuietCpu>>,
+    /// The balance inputs when they went quiet (the same for all: any change ends them all).
+    stamp: BalanceInputs,
+    /// Idle ticks accounted without an event.
+    pub replayed: u64,
+}
+
+/// A quiet CPU: its last tick that ran, the spacing of its idle ticks, and the epoch of its
+/// balance event then (changed when anything else posts or cancels one).
+#[derive(Clone, Copy, Debug)]
+struct QuietCpu {
+    last: Ns,
+    every: Ns,
+    epoch: u32,
+}
+
+impl QuietTicks {
+    pub fn new(nr_cpus: usize) -> Self {
+        QuietTicks {
+            enabled: true,
+            cpus: Vec::new(),
+            at: vec![None; nr_cpus],
+            stamp: (0, 0, 0, 0),
+            replayed: 0,
+        }
+    }
+
+    /// Whether `cpu` is quiet.
+    pub fn is_quiet(&self, cpu: CpuId) -> bool {
+        self.at[cpu].is_some()
+    }
+
+    /// Whether some CPU is quiet.
+    pub fn any(&self) -> bool {
+        !self.cpus.is_empty()
+    }
+}
 
 impl Kernel {
     /// Post the next periodic balance event for `cpu` (busy or idle interval), aligned to
@@ -85,7 +148,13 @@ impl Kernel {
 
     /// Handle a periodic balance event.
     pub(crate) fn on_balance(&mut self, s: &mut dyn CpuScheduler, cpu: CpuId) {
+        if self.quiet.is_quiet(cpu) {
+            // The tick a bounded promise ended at: the ones before it were skipped.
+            self.end_quiet(s, cpu, self.now, false);
+            self.quiet.cpus.retain(|&c| c != cpu);
+        }
         let idle = self.rqs[cpu].curr.is_none();
+        let before = (idle && self.quiet.enabled).then(|| self.balance_inputs());
         self.counters.balance_calls += 1;
         s.balance(
             self,
@@ -96,6 +165,139 @@ impl Kernel {
             self.set_parked(cpu, true);
             return;
         }
+        if before.is_some_and(|b| b == self.balance_inputs()) && self.rqs[cpu].curr.is_none() {
+            if let Some(until) = s.idle_quiet(self, cpu) {
+                self.go_quiet(s, cpu, until);
+                return;
+            }
+        }
         self.schedule_balance(s, cpu);
+    }
+
+    /// See [`BalanceInputs`].
+    pub fn balance_inputs(&self) -> BalanceInputs {
+        (
+            self.node_rq_changes.iter().sum(),
+            self.mem.version(),
+            self.home_changes,
+            self.affinity_changes,
+        )
+    }
+
+    /// `cpu` just ran an idle tick and its scheduler promised the next ones until `until`:
+    /// post nothing, or the first tick at or after `until`.
+    fn go_quiet(&mut self, s: &dyn CpuScheduler, cpu: CpuId, until: Ns) {
+        let inputs = self.balance_inputs();
+        debug_assert!(
+            !self.quiet.any() || self.quiet.stamp == inputs,
+            "the inputs changed with CPUs quiet"
+        );
+        self.quiet.stamp = inputs;
+        let tick = self.tick_div();
+        let every = tick.divide(s.balance_interval(self, cpu, true)).max(1) * tick.get();
+        let now = self.now;
+        let rq = &mut self.rqs[cpu];
+        rq.balance_idle = true;
+        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+        let epoch = rq.balance_epoch;
+        if until != Ns::MAX {
+            let n = until.saturating_sub(now).div_ceil(every).max(1);
+            self.events.push(
+                now + n * every,
+                Event::Balance {
+                    cpu: cpu as u32,
+                    epoch,
+                },
+            );
+        }
+        self.quiet.at[cpu] = Some(QuietCpu {
+            last: now,
+            every,
+            epoch,
+        });
+        self.quiet.cpus.push(cpu);
+    }
+
+    /// End `cpu`'s quiet: the scheduler accounts its ticks skipped up to `to` (with a tick at
+    /// `to` itself when `inclusive`). Returns what it was and how many ticks were skipped.
+    /// Leaves `quiet.cpus` to the caller.
+    fn end_quiet(
+        &mut self,
+        s: &mut dyn CpuScheduler,
+        cpu: CpuId,
+        to: Ns,
+        inclusive: bool,
+    ) -> Option<(QuietCpu, u64)> {
+        let q = self.quiet.at[cpu].take()?;
+        let mut n = to.saturating_sub(q.last) / q.every;
+        if !inclusive && n > 0 && q.last + n * q.every == to {
+            n -= 1;
+        }
+        s.replay_quiet(self, cpu, q.last + q.every, q.every, n);
+        self.counters.balance_calls += n;
+        self.quiet.replayed += n;
+        Some((q, n))
+    }
+
+    /// End every quiet CPU now, its ticks up to this instant skipped (with one at this very
+    /// instant when `inclusive`: the balance inputs changed at this instant, and the tick is
+    /// taken to come first), and post each one's next tick on its grid unless something
+    /// else has posted or cancelled it since, or `repost` is false (the run ended).
+    pub(crate) fn wake_quiet(&mut self, s: &mut dyn CpuScheduler, inclusive: bool, repost: bool) {
+        let mut cpus = std::mem::take(&mut self.quiet.cpus);
+        for &cpu in &cpus {
+            let Some((q, n)) = self.end_quiet(s, cpu, self.now, inclusive) else {
+                continue;
+            };
+            let rq = &mut self.rqs[cpu];
+            if !repost || rq.balance_epoch != q.epoch || rq.curr.is_some() {
+                continue;
+            }
+            rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+            self.events.push(
+                q.last + (n + 1) * q.every,
+                Event::Balance {
+                    cpu: cpu as u32,
+                    epoch: rq.balance_epoch,
+                },
+            );
+        }
+        cpus.clear();
+        self.quiet.cpus = cpus;
+    }
+
+    /// While the balance inputs are those the quiet CPUs went quiet with (else the next step
+    /// ends them all), each is idle, has tasks to look at, and is not parked.
+    pub(super) fn quiet_invariants(&self) -> Result<(), super::InvariantError> {
+        if !self.quiet.any() || self.quiet_broken() {
+            return Ok(());
+        }
+        for &cpu in &self.quiet.cpus {
+            let why = if !self.quiet.is_quiet(cpu) {
+                "it has no quiet spell"
+            } else if self.rqs[cpu].curr.is_some() {
+                "it runs a task"
+            } else if self.rqs[cpu].balance_parked {
+                "it is parked"
+            } else if self.nr_waiting == 0 {
+                "no task waits"
+            } else {
+                continue;
+            };
+            return Err(super::InvariantError::QuietCpu { cpu, why });
+        }
+        let listed = self.quiet.at.iter().filter(|q| q.is_some()).count();
+        if listed != self.quiet.cpus.len() {
+            return Err(super::InvariantError::QuietCpu {
+                cpu: self.quiet.at.iter().position(Option::is_some).unwrap_or(0),
+                why: "the list of quiet CPUs misses it",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the balance inputs moved since the quiet CPUs went quiet.
+    pub(crate) fn quiet_broken(&self) -> bool {
+        self.quiet.any() && self.balance_inputs() != self.quiet.stamp
     }
 }

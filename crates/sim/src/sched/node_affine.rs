@@ -124,6 +124,20 @@ impl NodeAffine {
 
     /// `sched_best_node`: the allowed node with the fewest tasks per CPU (100 x tasks / CPUs,
     /// integer), scanned from the node after the one chosen last; the first minimum wins.
+    /// Call `f` with the pooling balancer and what the flavour's homenodes add to it (none
+    /// for D and B).
+    fn with_homes<R>(&mut self, f: impl FnOnce(&mut PoolBalancer, Option<&Homes>) -> R) -> R {
+        let flavor = self.flavor;
+        let home = move |k: &Kernel, t: TaskId| home_of(flavor, k, t);
+        let homes = Homes {
+            home: &home,
+            bonus: self.home_bonus,
+            by_memory: flavor == Flavor::Dynamic,
+        };
+        let with = matches!(flavor, Flavor::Static | Flavor::Dynamic);
+        f(&mut self.pb, with.then_some(&homes))
+    }
+
     fn best_node(&mut self, k: &Kernel, allowed: &CpuSet) -> Option<NodeId> {
         let n = self.node_spans.len();
         let ok = |i: usize| self.node_spans[i].intersects(allowed);
@@ -193,15 +207,20 @@ impl CpuScheduler for NodeAffine {
         if due.is_empty() {
             return;
         }
-        let flavor = self.flavor;
-        let home = move |k: &Kernel, t: TaskId| home_of(flavor, k, t);
-        let homes = Homes {
-            home: &home,
-            bonus: self.home_bonus,
-            by_memory: flavor == Flavor::Dynamic,
-        };
-        let homes = matches!(flavor, Flavor::Static | Flavor::Dynamic).then_some(&homes);
-        self.pb.balance(k, cpu, idle.is_idle(), homes);
+        self.with_homes(|pb, homes| pb.balance(k, cpu, idle.is_idle(), homes));
+    }
+
+    fn idle_quiet(&mut self, k: &Kernel, cpu: CpuId) -> Option<Ns> {
+        // A skipped tick stands for a pass only if every idle tick runs one (some level is
+        // due on each).
+        if self.d.tick_interval(true) > k.params.tick.max(1) {
+            return None;
+        }
+        self.with_homes(|pb, homes| pb.idle_quiet(k, cpu, homes))
+    }
+
+    fn replay_quiet(&mut self, k: &mut Kernel, cpu: CpuId, first: Ns, every: Ns, n: u64) {
+        self.pb.replay_quiet(k, cpu, first, every, n);
     }
 
     fn exec(&mut self, k: &Kernel, task: TaskId, cpu: CpuId) -> ExecPlacement {

@@ -108,6 +108,36 @@ struct FailedSteal {
     refused: [u64; 3],
 }
 
+/// What one pass sees of the loads ([`PoolBalancer::view`]).
+#[derive(Clone, Copy, Debug)]
+struct PassView {
+    /// The CPU's own length as the pass counts it.
+    nr: usize,
+    /// The most loaded other CPU of its own pool, when the two are not balanced.
+    local: Option<CpuId>,
+    /// Without a local source and with other pools: the one to wait on, if any.
+    remote: Option<Option<Remote>>,
+}
+
+/// The most loaded other pool, worth waiting on (`scan_other_pools`).
+#[derive(Clone, Copy, Debug)]
+struct Remote {
+    pool: usize,
+    /// Its most loaded CPU and that CPU's load.
+    busiest: (CpuId, usize),
+    /// How long to wait on it before taking from it.
+    delay: Ns,
+}
+
+/// An idle CPU's passes skipped by the kernel ([`PoolBalancer::idle_quiet`]): the view they
+/// share, the steal they would try, and what that steal refuses each time.
+#[derive(Clone, Copy, Debug)]
+struct QuietPasses {
+    view: PassView,
+    steal: Option<CpuId>,
+    refused: [u64; 3],
+}
+
 /// The pooling balancer's state for every CPU.
 #[derive(Clone, Debug)]
 pub struct PoolBalancer {
@@ -136,6 +166,10 @@ pub struct PoolBalancer {
     seen: Vec<Option<PoolSeen>>,
     /// Per CPU, its last steal if it found nothing and would find the same for a while.
     failed: Vec<Option<FailedSteal>>,
+    /// Per CPU, its last idle pass's view and when it ran.
+    last_view: Vec<Option<(Ns, PassView)>>,
+    /// Per CPU, the idle passes the kernel is skipping.
+    quiet: Vec<Option<QuietPasses>>,
 }
 
 impl PoolBalancer {
@@ -170,6 +204,8 @@ impl PoolBalancer {
         PoolBalancer {
             seen: vec![None; n * pools.len()],
             failed: vec![None; n],
+            last_view: vec![None; n],
+            quiet: vec![None; n],
             pool_nodes,
             prev_nr: vec![vec![0; n]; n],
             pool_len: pools.iter().map(CpuSet::count).collect(),
@@ -197,6 +233,27 @@ impl PoolBalancer {
         idle: bool,
         homes: Option<&Homes>,
     ) -> usize {
+        let view = self.view(k, cpu, idle, homes);
+        if idle {
+            self.last_view[cpu] = Some((k.now, view));
+        }
+        let source = self.source(cpu, &view, k.now);
+        match source {
+            Some(src) if k.nr_running(src) > view.nr + 1 => {
+                let mut moved = 0;
+                while moved < self.max_pull && self.steal_one(k, cpu, src, homes) {
+                    moved += 1;
+                }
+                moved
+            }
+            Some(_) => 0,
+            None => homes.map_or(0, |h| push_home(k, cpu, view.nr, h)),
+        }
+    }
+
+    /// What a pass of `cpu` sees of the loads: its own length, a source in its own pool, else
+    /// the remote pool worth waiting on.
+    fn view(&mut self, k: &Kernel, cpu: CpuId, idle: bool, homes: Option<&Homes>) -> PassView {
         let own = k.nr_running(cpu);
         let prev_own = self.prev_nr[cpu][cpu] as usize;
         let nr = if idle || own > prev_own {
@@ -205,33 +262,146 @@ impl PoolBalancer {
             prev_own
         };
         let pool = self.pool_of[cpu];
-        let pct = self.imbalance_pct;
         let mine = self.pool_load(k, cpu, pool, idle, None);
         let local = mine
             .busiest
-            .filter(|&(best, max)| best != cpu && !cpus_balanced(max, nr, pct));
-        let source = match local {
-            Some((best, _)) => Some(best),
-            None if self.pools.len() > 1 => self
-                .scan_other_pools(k, cpu, mine.load, idle, homes)
-                .filter(|&(_, max)| !cpus_balanced(max, nr, pct))
-                .map(|(best, _)| best),
-            None => None,
+            .filter(|&(best, max)| best != cpu && !cpus_balanced(max, nr, self.imbalance_pct))
+            .map(|(best, _)| best);
+        let remote = if local.is_none() && self.pools.len() > 1 {
+            Some(self.remote_candidate(k, cpu, mine.load, idle, homes))
+        } else {
+            None
+        };
+        PassView { nr, local, remote }
+    }
+
+    /// The CPU a pass with `view` at `now` takes from (before the length check), stepping the
+    /// CPU's wait for a remote pool (`scan_other_pools`' delay); a source ends the wait.
+    fn source(&mut self, this: CpuId, view: &PassView, now: Ns) -> Option<CpuId> {
+        let source = match (view.local, view.remote) {
+            (Some(best), _) => Some(best),
+            (None, None) => None,
+            (None, Some(None)) => {
+                self.wait[this] = None;
+                None
+            }
+            (None, Some(Some(r))) => match self.wait[this] {
+                Some((node, since)) if node == r.pool => (now - since >= r.delay
+                    && !cpus_balanced(r.busiest.1, view.nr, self.imbalance_pct))
+                .then_some(r.busiest.0),
+                _ => {
+                    self.wait[this] = Some((r.pool, now));
+                    None
+                }
+            },
         };
         if source.is_some() {
-            self.wait[cpu] = None;
+            self.wait[this] = None;
         }
-        match source {
-            Some(src) if k.nr_running(src) > nr + 1 => {
-                let mut moved = 0;
-                while moved < self.max_pull && self.steal_one(k, cpu, src, homes) {
-                    moved += 1;
-                }
-                moved
+        source
+    }
+
+    /// After an idle pass of `cpu` at this instant that moved nothing
+    /// ([`crate::kernel::CpuScheduler::idle_quiet`]): while the balance inputs stay the same, so
+    /// do its view (every pool's load is the one it just counted: an idle pass uses the
+    /// current lengths) and so the source it would try; a steal from there must be one that
+    /// [`PoolBalancer::steal_one`] remembers as failing, and the time until which it does
+    /// bounds the promise. The passes then differ only in the wait for a remote pool, which
+    /// [`PoolBalancer::replay_quiet`] steps as they would.
+    pub fn idle_quiet(&mut self, k: &Kernel, cpu: CpuId, homes: Option<&Homes>) -> Option<Ns> {
+        let (at, view) = self.last_view[cpu]?;
+        if at != k.now {
+            return None;
+        }
+        let candidate = match (view.local, view.remote) {
+            (Some(best), _) => Some(best),
+            (None, Some(Some(r))) if !cpus_balanced(r.busiest.1, view.nr, self.imbalance_pct) => {
+                Some(r.busiest.0)
             }
-            Some(_) => 0,
-            None => homes.map_or(0, |h| push_home(k, cpu, nr, h)),
+            _ => None,
+        };
+        let steal = candidate.filter(|&src| k.nr_running(src) > view.nr + 1);
+        let (until, refused) = match steal {
+            None => (Ns::MAX, [0; 3]),
+            Some(src) => {
+                let f = self.failed[cpu]?;
+                if f.src != src || f.stamp != steal_stamp(k, src, homes) || k.now >= f.until {
+                    return None;
+                }
+                (f.until, f.refused)
+            }
+        };
+        self.quiet[cpu] = Some(QuietPasses {
+            view,
+            steal,
+            refused,
+        });
+        Some(until)
+    }
+
+    /// The `n` idle passes of `cpu` at `first`, `first + every`, ... skipped after
+    /// [`PoolBalancer::idle_quiet`]: each steps the wait as [`PoolBalancer::source`] does and,
+    /// when it would try the remembered steal, counts its refusals again.
+    pub fn replay_quiet(&mut self, k: &mut Kernel, cpu: CpuId, first: Ns, every: Ns, n: u64) {
+        let Some(q) = self.quiet[cpu].take() else {
+            debug_assert!(false, "CPU {cpu} replayed without a promise");
+            return;
+        };
+        for i in 0..n {
+            let src = self.source(cpu, &q.view, first + i * every);
+            if src.is_some() && src == q.steal {
+                for r in Refusal::ALL {
+                    k.counters.refused[r as usize] += q.refused[r as usize];
+                }
+            }
         }
+    }
+
+    /// `scan_other_pools` up to its wait: the most loaded other pool and its most loaded CPU,
+    /// and how long to wait on it; `None` when no pool is loaded enough to wait on.
+    fn remote_candidate(
+        &mut self,
+        k: &Kernel,
+        this: CpuId,
+        this_load: usize,
+        idle: bool,
+        homes: Option<&Homes>,
+    ) -> Option<Remote> {
+        let n = self.pools.len();
+        let this_pool = self.pool_of[this];
+        let (mut max_load, mut max_pool, mut best) = (this_load, this_pool, None);
+        let mut weighted = this_load * self.pool_len[this_pool];
+        for i in 1..n {
+            // (this_pool + i) % n, both below n.
+            let pool = if this_pool + i >= n {
+                this_pool + i - n
+            } else {
+                this_pool + i
+            };
+            if self.pool_len[pool] == 0 {
+                continue;
+            }
+            let p = self.pool_load(k, this, pool, idle, homes);
+            weighted += p.load * self.pool_len[pool];
+            if p.load > max_load {
+                (max_load, max_pool, best) = (p.load, pool, p.busiest);
+            }
+        }
+        let busiest = best?;
+        if max_load <= BALANCE_FACTOR || max_load - this_load < POOLS_BALANCED {
+            return None;
+        }
+        let avg = weighted / k.topo.nr_cpus().max(1);
+        let delay = if avg.saturating_sub(this_load) < POOLS_BALANCED {
+            self.delay_busy
+        } else {
+            self.delay_idle
+        };
+        Some(Remote {
+            pool: max_pool,
+            busiest,
+            delay,
+        })
     }
 
     /// `calc_pool_load`: pool `pool` as `this` sees it; with `homes` (pools are nodes then),
@@ -297,54 +467,6 @@ impl PoolBalancer {
         }
     }
 
-    /// `scan_other_pools`: the most loaded remote CPU once the steal delay has passed.
-    fn scan_other_pools(
-        &mut self,
-        k: &Kernel,
-        this: CpuId,
-        this_load: usize,
-        idle: bool,
-        homes: Option<&Homes>,
-    ) -> Option<(CpuId, usize)> {
-        let n = self.pools.len();
-        let this_pool = self.pool_of[this];
-        let (mut max_load, mut max_pool, mut best) = (this_load, this_pool, None);
-        let mut weighted = this_load * self.pool_len[this_pool];
-        for i in 1..n {
-            // (this_pool + i) % n, both below n.
-            let pool = if this_pool + i >= n {
-                this_pool + i - n
-            } else {
-                this_pool + i
-            };
-            if self.pool_len[pool] == 0 {
-                continue;
-            }
-            let p = self.pool_load(k, this, pool, idle, homes);
-            weighted += p.load * self.pool_len[pool];
-            if p.load > max_load {
-                (max_load, max_pool, best) = (p.load, pool, p.busiest);
-            }
-        }
-        if best.is_none() || max_load <= BALANCE_FACTOR || max_load - this_load < POOLS_BALANCED {
-            self.wait[this] = None;
-            return None;
-        }
-        let avg = weighted / k.topo.nr_cpus().max(1);
-        let delay = if avg.saturating_sub(this_load) < POOLS_BALANCED {
-            self.delay_busy
-        } else {
-            self.delay_idle
-        };
-        match self.wait[this] {
-            Some((node, since)) if node == max_pool => (k.now - since >= delay).then_some(best?),
-            _ => {
-                self.wait[this] = Some((max_pool, k.now));
-                None
-            }
-        }
-    }
-
     /// `task_to_steal` and `pull_task`: move the coolest movable waiting task of `src`.
     ///
     /// A steal that takes nothing is remembered ([`FailedSteal`]) when every task it
@@ -358,11 +480,7 @@ impl PoolBalancer {
         src: CpuId,
         homes: Option<&Homes>,
     ) -> bool {
-        let stamp = (
-            k.rqs[src].queue.changes(),
-            homes_version(k, homes),
-            k.affinity_changes(),
-        );
+        let stamp = steal_stamp(k, src, homes);
         if let Some(f) = self.failed[this] {
             if f.src == src && f.stamp == stamp && k.now < f.until {
                 for r in Refusal::ALL {
@@ -414,6 +532,15 @@ impl PoolBalancer {
         k.migrate_queued(t, this);
         true
     }
+}
+
+/// What a steal from `src` depends on besides the clock ([`FailedSteal::stamp`]).
+fn steal_stamp(k: &Kernel, src: CpuId, homes: Option<&Homes>) -> (u64, u64, u64) {
+    (
+        k.rqs[src].queue.changes(),
+        homes_version(k, homes),
+        k.affinity_changes(),
+    )
 }
 
 /// The version of what the homes depend on: the memory's when they follow it, else the homes'

@@ -119,7 +119,8 @@ pub fn run_placed(
 
 /// Step `sim` and call `look` every `every` of simulated time (after the first event at or
 /// past each sampling time) until it returns true, the run ends, or `until` passes. Returns the
-/// sampling time at which `look` said true.
+/// sampling time at which `look` said true. Idle CPUs of `sim` tick on every tick
+/// ([`Sim::with_quiet_ticks`]).
 pub fn watch(
     sim: &mut Sim,
     every: Ns,
@@ -127,6 +128,10 @@ pub fn watch(
     mut look: impl FnMut(&Kernel, Ns) -> bool,
 ) -> Result<Option<Ns>, RunError> {
     let mut next = every;
+    // `look` runs after the first event past each sampling time: every idle tick must be an
+    // event, as it always was here.
+    debug_assert!(!sim.k.quiet.any(), "quiet CPUs before the first sample");
+    sim.k.quiet.enabled = false;
     while sim.step()? {
         while sim.k.now >= next {
             if look(&sim.k, next) {

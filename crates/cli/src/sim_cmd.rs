@@ -273,7 +273,10 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             .iter()
             .map(|c| c.elapsed_s.mean * f64::from(c.reps))
             .sum();
-        eprintln!("{}", stats_line(total, events - skipped, skipped, simulated, wall));
+        eprintln!(
+            "{}",
+            stats_line(total, events - skipped, skipped, simulated, wall)
+        );
     }
     Ok(())
 }

@@ -38,7 +38,10 @@ fn numa_run(
 fn same_run(a: &RunResult, b: &RunResult, what: &str) {
     assert_eq!(a.tasks, b.tasks, "{what}: task reports differ");
     assert_eq!(a.end_ns, b.end_ns, "{what}");
-    assert_eq!(a.events, b.events, "{what}: events (skipped ticks included)");
+    assert_eq!(
+        a.events, b.events,
+        "{what}: events (skipped ticks included)"
+    );
     assert_eq!(
         format!("{:?}", a.counters),
         format!("{:?}", b.counters),
@@ -62,7 +65,14 @@ fn skipped_idle_ticks_give_the_run_of_ticking_ones() {
         for (tasks, disturb) in [(16, false), (16, true), (6, true)] {
             let what = format!("{sched} N={tasks} hackbench {disturb}");
             let on = numa_run("nodes=4,cpus-per-node=2", sched, tasks, disturb, None, true);
-            let off = numa_run("nodes=4,cpus-per-node=2", sched, tasks, disturb, None, false);
+            let off = numa_run(
+                "nodes=4,cpus-per-node=2",
+                sched,
+                tasks,
+                disturb,
+                None,
+                false,
+            );
             same_run(&on, &off, &what);
             assert_eq!(off.skipped_ticks, 0, "{what}: skipped with quiet ticks off");
             if sched != "node-affine-static" && !disturb {
@@ -80,8 +90,22 @@ fn skipped_idle_ticks_give_the_run_of_ticking_ones_under_placement() {
     // Placement decisions change homes and affinities between events, and end quiet
     // spells (a tick at a decision's instant comes after it).
     let p = "homenode:min_rss_mib=0,interval_s=0.05";
-    let on = numa_run("nodes=4,cpus-per-node=2", "node-affine-dynamic", 16, true, Some(p), true);
-    let off = numa_run("nodes=4,cpus-per-node=2", "node-affine-dynamic", 16, true, Some(p), false);
+    let on = numa_run(
+        "nodes=4,cpus-per-node=2",
+        "node-affine-dynamic",
+        16,
+        true,
+        Some(p),
+        true,
+    );
+    let off = numa_run(
+        "nodes=4,cpus-per-node=2",
+        "node-affine-dynamic",
+        16,
+        true,
+        Some(p),
+        false,
+    );
     same_run(&on, &off, "node-affine-dynamic with homenode placement");
     assert!(on.skipped_ticks > 0);
 }

@@ -31,7 +31,7 @@ pub struct QuietTicks {
     pub enabled: bool,
     /// The quiet CPUs, in the order they went quiet.
     cpus: Vec<CpuId>,
-    /// Per CPU, while quiet: its last tick that ran.
+    /// Per CPU, while quiet: its skipped ticks.
     at: Vec<Option<QuietCpu>>,
     /// The balance inputs when they went quiet (the same for all: any change ends them all).
     stamp: BalanceInputs,
@@ -39,13 +39,28 @@ pub struct QuietTicks {
     pub replayed: u64,
 }
 
-/// A quiet CPU: its last tick that ran, the spacing of its idle ticks, and the epoch of its
+/// A quiet CPU: its first skipped tick, the spacing of its idle ticks, and the epoch of its
 /// balance event then (changed when anything else posts or cancels one).
 #[derive(Clone, Copy, Debug)]
 struct QuietCpu {
-    last: Ns,
+    first: Ns,
     every: Ns,
     epoch: u32,
+}
+
+impl QuietCpu {
+    /// How many of its ticks fall before `to` (and at `to` when `inclusive`).
+    fn ticks_to(&self, to: Ns, inclusive: bool) -> u64 {
+        if to < self.first {
+            return 0;
+        }
+        let n = (to - self.first) / self.every + 1;
+        if !inclusive && self.first + (n - 1) * self.every == to {
+            n - 1
+        } else {
+            n
+        }
+    }
 }
 
 impl QuietTicks {
@@ -76,6 +91,22 @@ impl Kernel {
     pub(crate) fn schedule_balance(&mut self, s: &dyn CpuScheduler, cpu: CpuId) {
         self.set_parked(cpu, false);
         let idle = self.rqs[cpu].curr.is_none();
+        let (at, _) = self.next_balance_tick(s, cpu, idle);
+        let rq = &mut self.rqs[cpu];
+        rq.balance_idle = idle;
+        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
+        self.events.push(
+            at,
+            Event::Balance {
+                cpu: cpu as u32,
+                epoch: rq.balance_epoch,
+            },
+        );
+    }
+
+    /// When `cpu`'s next balance tick after now falls (its busy or idle interval, on its tick
+    /// grid), and the interval in ns.
+    fn next_balance_tick(&self, s: &dyn CpuScheduler, cpu: CpuId, idle: bool) -> (Ns, Ns) {
         let tick = self.tick_div();
         let every = tick.divide(s.balance_interval(self, cpu, idle)).max(1);
         let phase = self.rqs[cpu].tick_phase;
@@ -87,17 +118,7 @@ impl Kernel {
         if every > 1 {
             m = m.div_ceil(every) * every;
         }
-        let at = phase + m * tick.get();
-        let rq = &mut self.rqs[cpu];
-        rq.balance_idle = idle;
-        rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
-        self.events.push(
-            at,
-            Event::Balance {
-                cpu: cpu as u32,
-                epoch: rq.balance_epoch,
-            },
-        );
+        (phase + m * tick.get(), every * tick.get())
     }
 
     /// Mark whether `cpu` has no balance event pending, keeping the count of such CPUs.
@@ -193,17 +214,16 @@ impl Kernel {
             "the inputs changed with CPUs quiet"
         );
         self.quiet.stamp = inputs;
-        let tick = self.tick_div();
-        let every = tick.divide(s.balance_interval(self, cpu, true)).max(1) * tick.get();
-        let now = self.now;
+        // The ticks `schedule_balance` would post from here on.
+        let (first, every) = self.next_balance_tick(s, cpu, true);
         let rq = &mut self.rqs[cpu];
         rq.balance_idle = true;
         rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
         let epoch = rq.balance_epoch;
         if until != Ns::MAX {
-            let n = until.saturating_sub(now).div_ceil(every).max(1);
+            let k = until.saturating_sub(first).div_ceil(every);
             self.events.push(
-                now + n * every,
+                first + k * every,
                 Event::Balance {
                     cpu: cpu as u32,
                     epoch,
@@ -211,7 +231,7 @@ impl Kernel {
             );
         }
         self.quiet.at[cpu] = Some(QuietCpu {
-            last: now,
+            first,
             every,
             epoch,
         });
@@ -229,11 +249,8 @@ impl Kernel {
         inclusive: bool,
     ) -> Option<(QuietCpu, u64)> {
         let q = self.quiet.at[cpu].take()?;
-        let mut n = to.saturating_sub(q.last) / q.every;
-        if !inclusive && n > 0 && q.last + n * q.every == to {
-            n -= 1;
-        }
-        s.replay_quiet(self, cpu, q.last + q.every, q.every, n);
+        let n = q.ticks_to(to, inclusive);
+        s.replay_quiet(self, cpu, q.first, q.every, n);
         self.counters.balance_calls += n;
         self.quiet.replayed += n;
         Some((q, n))
@@ -255,7 +272,7 @@ impl Kernel {
             }
             rq.balance_epoch = rq.balance_epoch.wrapping_add(1);
             self.events.push(
-                q.last + (n + 1) * q.every,
+                q.first + n * q.every,
                 Event::Balance {
                     cpu: cpu as u32,
                     epoch: rq.balance_epoch,
@@ -299,5 +316,29 @@ impl Kernel {
     /// Whether the balance inputs moved since the quiet CPUs went quiet.
     pub(crate) fn quiet_broken(&self) -> bool {
         self.quiet.any() && self.balance_inputs() != self.quiet.stamp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QuietCpu;
+
+    #[test]
+    fn a_quiet_spell_counts_the_ticks_on_its_grid_up_to_a_time() {
+        let q = QuietCpu {
+            first: 1_000,
+            every: 100,
+            epoch: 0,
+        };
+        // Before the first skipped tick: none, whether or not the end counts.
+        assert_eq!(q.ticks_to(999, true), 0);
+        assert_eq!(q.ticks_to(1_000, false), 0);
+        // On a tick: it counts only when inclusive (a change at that instant comes after it).
+        assert_eq!(q.ticks_to(1_000, true), 1);
+        assert_eq!(q.ticks_to(1_300, true), 4);
+        assert_eq!(q.ticks_to(1_300, false), 3);
+        // Between ticks: the same either way.
+        assert_eq!(q.ticks_to(1_350, true), 4);
+        assert_eq!(q.ticks_to(1_350, false), 4);
     }
 }

@@ -175,7 +175,8 @@ impl Kernel {
             self.quiet.cpus.retain(|&c| c != cpu);
         }
         let idle = self.rqs[cpu].curr.is_none();
-        let before = (idle && self.quiet.enabled).then(|| self.balance_inputs());
+        #[cfg(debug_assertions)]
+        let before = self.balance_inputs();
         self.counters.balance_calls += 1;
         s.balance(
             self,
@@ -186,8 +187,13 @@ impl Kernel {
             self.set_parked(cpu, true);
             return;
         }
-        if before.is_some_and(|b| b == self.balance_inputs()) && self.rqs[cpu].curr.is_none() {
+        // A promise comes only from a pass that changed nothing the passes read (it took
+        // nothing; the scheduler knows), so the inputs the CPU goes quiet with are those it
+        // was judged on.
+        if idle && self.quiet.enabled && self.rqs[cpu].curr.is_none() {
             if let Some(until) = s.idle_quiet(self, cpu) {
+                #[cfg(debug_assertions)]
+                debug_assert_eq!(before, self.balance_inputs(), "a promise after a move");
                 self.go_quiet(s, cpu, until);
                 return;
             }

@@ -129,11 +129,11 @@ struct Remote {
     delay: Ns,
 }
 
-/// An idle CPU's passes skipped by the kernel ([`PoolBalancer::idle_quiet`]): the view they
-/// share, the steal they would try, and what that steal refuses each time.
+/// An idle CPU's passes skipped by the kernel ([`PoolBalancer::idle_quiet`]): the steal they
+/// would try and what that steal refuses each time. The view they share is the CPU's
+/// `last_view`, which no pass replaces while the CPU is quiet.
 #[derive(Clone, Copy, Debug)]
 struct QuietPasses {
-    view: PassView,
     steal: Option<CpuId>,
     refused: [u64; 3],
 }
@@ -166,7 +166,8 @@ pub struct PoolBalancer {
     seen: Vec<Option<PoolSeen>>,
     /// Per CPU, its last steal if it found nothing and would find the same for a while.
     failed: Vec<Option<FailedSteal>>,
-    /// Per CPU, its last idle pass's view and when it ran.
+    /// Per CPU, its last pass's view and when it ran, if that pass was idle and moved
+    /// nothing.
     last_view: Vec<Option<(Ns, PassView)>>,
     /// Per CPU, the idle passes the kernel is skipping.
     quiet: Vec<Option<QuietPasses>>,
@@ -234,11 +235,8 @@ impl PoolBalancer {
         homes: Option<&Homes>,
     ) -> usize {
         let view = self.view(k, cpu, idle, homes);
-        if idle {
-            self.last_view[cpu] = Some((k.now, view));
-        }
         let source = self.source(cpu, &view, k.now);
-        match source {
+        let moved = match source {
             Some(src) if k.nr_running(src) > view.nr + 1 => {
                 let mut moved = 0;
                 while moved < self.max_pull && self.steal_one(k, cpu, src, homes) {
@@ -248,7 +246,11 @@ impl PoolBalancer {
             }
             Some(_) => 0,
             None => homes.map_or(0, |h| push_home(k, cpu, view.nr, h)),
-        }
+        };
+        // Only an idle pass that moved nothing (and so changed nothing the passes read) can
+        // be repeated by skipped ones.
+        self.last_view[cpu] = (idle && moved == 0).then_some((k.now, view));
+        moved
     }
 
     /// What a pass of `cpu` sees of the loads: its own length, a source in its own pool, else
@@ -331,11 +333,7 @@ impl PoolBalancer {
                 (f.until, f.refused)
             }
         };
-        self.quiet[cpu] = Some(QuietPasses {
-            view,
-            steal,
-            refused,
-        });
+        self.quiet[cpu] = Some(QuietPasses { steal, refused });
         Some(until)
     }
 
@@ -343,12 +341,12 @@ impl PoolBalancer {
     /// [`PoolBalancer::idle_quiet`]: each steps the wait as [`PoolBalancer::source`] does and,
     /// when it would try the remembered steal, counts its refusals again.
     pub fn replay_quiet(&mut self, k: &mut Kernel, cpu: CpuId, first: Ns, every: Ns, n: u64) {
-        let Some(q) = self.quiet[cpu].take() else {
+        let (Some(q), Some((_, view))) = (self.quiet[cpu].take(), self.last_view[cpu]) else {
             debug_assert!(false, "CPU {cpu} replayed without a promise");
             return;
         };
         for i in 0..n {
-            let src = self.source(cpu, &q.view, first + i * every);
+            let src = self.source(cpu, &view, first + i * every);
             if src.is_some() && src == q.steal {
                 for r in Refusal::ALL {
                     k.counters.refused[r as usize] += q.refused[r as usize];

@@ -39,6 +39,12 @@ pub trait NodePolicy {
     /// with a snapshot taken at `snap.now_ns`; a policy with a longer period of its own
     /// returns nothing in between.
     fn decide(&mut self, snap: &Snapshot<'_>) -> Vec<Action>;
+    /// What the last decision held back and why, one line each, for what it did not turn into
+    /// an action (a homed process's remote memory left where it is this interval, say). The
+    /// actions carry their own reasons; these explain the absence of one.
+    fn notes(&self) -> &[String] {
+        &[]
+    }
 }
 
 /// The policy that never acts (the kernel alone decides placement).

@@ -98,9 +98,9 @@ stop_pids() {
 }
 
 # Start the daemon in the background with the rig's settings plus ARGS; sets DAEMON.
-# The interval is ${INTERVAL:-0.5} s.
+# The interval is ${INTERVAL:-0.5} s; its log filter is ${HN_LOG:-info} (RUST_LOG).
 start_daemon() {
-    homenode run --journal /tmp/hn/journal.json --socket /run/hn/hn.sock \
+    RUST_LOG="${HN_LOG:-info}" homenode run --journal /tmp/hn/journal.json --socket /run/hn/hn.sock \
         --interval "${INTERVAL:-0.5}" --set placement.homenode.min_rss_mib=16 "$@" >>"$DAEMON_LOG" 2>&1 &
     DAEMON=$!
 }

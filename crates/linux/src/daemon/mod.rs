@@ -378,6 +378,15 @@ impl Daemon {
             numa_balancing: crate::procfs::numa_balancing_on(&self.cfg.root),
         };
         let actions = self.policy.decide(&snap);
+        // What the decision held back, and why: with the dry run's explanations, otherwise
+        // for a debug log (`RUST_LOG=homenode::decision=debug`).
+        for n in self.policy.notes() {
+            if self.cfg.dry_run {
+                tracing::info!(target: "homenode::decision", "note: {n}");
+            } else {
+                tracing::debug!(target: "homenode::decision", "note: {n}");
+            }
+        }
         let mut counters = self
             .status
             .lock()

@@ -51,9 +51,20 @@ impl HomenodePolicy {
                 .map(|&f| f.saturating_sub(headroom))
                 .collect();
         let mut out = Vec::new();
+        let budget0 = budget;
         for Chunk { remote, i, from } in chunks {
             if budget == 0 {
-                break;
+                self.note_held(
+                    d,
+                    i,
+                    remote,
+                    from,
+                    &format!(
+                        "this interval's budget ({} at move_rate_mib_s) is spent",
+                        fmt_bytes(budget0)
+                    ),
+                );
+                continue;
             }
             let p = &d.procs[i];
             let home = d.homes[i].as_deref().unwrap_or(&[]);
@@ -86,6 +97,15 @@ impl HomenodePolicy {
                     });
                 }
             }
+            if left > 0 && budget > 0 {
+                self.note_held(
+                    d,
+                    i,
+                    left,
+                    from,
+                    "no room on its home nodes (free memory minus headroom_mib)",
+                );
+            }
             if asked > 0 {
                 if let Some(st) = self.procs.get_mut(&p.pid) {
                     st.requested.push((from, asked, p.bytes[from]));
@@ -103,6 +123,8 @@ impl HomenodePolicy {
         let min_move = self.cfg.min_move_mib.saturating_mul(MIB).max(1);
         let retry_ns = (self.cfg.move_retry_s * 1e9) as u64;
         let mut chunks: Vec<Chunk> = Vec::new();
+        let mut held: Vec<(usize, &str)> = Vec::new();
+        let mut blocked: Vec<(usize, NodeId)> = Vec::new();
         for (i, p) in d.procs.iter().enumerate() {
             let Some(home) = d.homes[i].as_deref() else {
                 continue;
@@ -128,7 +150,9 @@ impl HomenodePolicy {
                     }
                     st.requested.clear();
                 } else {
-                    continue; // wait for fresh figures
+                    // Wait for fresh figures.
+                    held.push((i, "its last moves are not yet in its per-node figures"));
+                    continue;
                 }
             }
             st.blocked.retain(|_, until| *until > now);
@@ -143,10 +167,18 @@ impl HomenodePolicy {
                     (self.cfg.move_rate_mib_s as f64 * MIB as f64, min_move),
                 )
             {
+                held.push((
+                    i,
+                    "the kernel's NUMA balancing is moving it (defer_to_kernel)",
+                ));
                 continue;
             }
             for r in 0..d.m.n {
-                if home.contains(&r) || p.bytes[r] < min_move || st.blocked.contains_key(&r) {
+                if home.contains(&r) || p.bytes[r] < min_move {
+                    continue;
+                }
+                if st.blocked.contains_key(&r) {
+                    blocked.push((i, r));
                     continue;
                 }
                 chunks.push(Chunk {
@@ -156,6 +188,18 @@ impl HomenodePolicy {
                 });
             }
         }
+        for (i, why) in held {
+            for r in 0..d.m.n {
+                let home = d.homes[i].as_deref().unwrap_or(&[]);
+                if !home.contains(&r) && d.procs[i].bytes[r] >= min_move {
+                    self.note_held(d, i, d.procs[i].bytes[r], r, why);
+                }
+            }
+        }
+        for (i, r) in blocked {
+            let why = "earlier moves from that node did not take (move_retry_s)";
+            self.note_held(d, i, d.procs[i].bytes[r], r, why);
+        }
         chunks.sort_by(|a, b| {
             b.remote
                 .cmp(&a.remote)
@@ -163,6 +207,21 @@ impl HomenodePolicy {
                 .then(a.from.cmp(&b.from))
         });
         chunks
+    }
+}
+
+impl HomenodePolicy {
+    /// Notes that `bytes` of process `i`'s memory on `from` stay there this interval, and why.
+    fn note_held(&mut self, d: &Decision<'_, '_>, i: usize, bytes: u64, from: NodeId, why: &str) {
+        let p = &d.procs[i];
+        let home = d.homes[i].as_deref().unwrap_or(&[]);
+        self.notes.push(format!(
+            "pid {} ({}): {} on node {from} stays there this interval, home {}: {why}",
+            p.pid,
+            d.snap.processes[p.idx].comm,
+            fmt_bytes(bytes),
+            fmt_home(home),
+        ));
     }
 }
 

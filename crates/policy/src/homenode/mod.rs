@@ -125,6 +125,8 @@ pub struct HomenodePolicy {
     /// Consecutive decisions that saw `imbalance_src` as the busiest node, imbalanced.
     imbalance_streak: u32,
     imbalance_src: Option<NodeId>,
+    /// The last decision's notes ([`NodePolicy::notes`]).
+    notes: Vec<String>,
 }
 
 /// What one decision works on, handed from step to step: the sanitised processes, their homes
@@ -231,9 +233,14 @@ impl NodePolicy for HomenodePolicy {
         self.new_homes(&mut d);
         self.correct(&mut d);
         self.rebalance(&mut d);
+        self.notes.clear();
         let moves = self.memory_moves(&d);
         d.actions.extend(moves);
         self.slices(&mut d);
         d.actions
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
     }
 }

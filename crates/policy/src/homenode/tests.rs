@@ -662,10 +662,22 @@ fn memory_that_will_not_move_is_left_alone_for_a_while() {
     let mut stale = p.clone();
     stale.memory_sampled_ns = Some(0);
     assert!(pol.decide(&snap(&t, 1, vec![stale])).is_empty());
+    assert_eq!(
+        pol.notes(),
+        [
+            "pid 1 (pid1): 64.0 MiB on node 0 stays there this interval, home node 1: its last moves are not yet in its per-node figures"
+        ]
+    );
     // Fresh figures, nothing moved: asked once more (pages may have been busy for a moment).
     assert_eq!(pol.decide(&snap(&t, 2, vec![p.clone()])).len(), 2);
     // Nothing moved again: blocked for move_retry_s (300 s).
     assert!(pol.decide(&snap(&t, 3, vec![p.clone()])).is_empty());
+    assert_eq!(
+        pol.notes(),
+        [
+            "pid 1 (pid1): 64.0 MiB on node 0 stays there this interval, home node 1: earlier moves from that node did not take (move_retry_s)"
+        ]
+    );
     assert!(pol.decide(&snap(&t, 250, vec![p.clone()])).is_empty());
     assert_eq!(pol.decide(&snap(&t, 304, vec![p])).len(), 2);
 }
@@ -1509,4 +1521,63 @@ fn slice_ms_zero_gives_none_and_takes_back_one_it_gave() {
             .to_string(),
         "placement parameter `slice_ms` = 250: must be 0 (off) or in 0.1..=100 (the range of the kernel's custom slices)"
     );
+}
+
+/// The notes of a decision that homes a process away from its memory but moves none of it
+/// say why, one line per node of memory held back: an interval of no length has no budget,
+/// and a home node without free memory beyond the headroom takes nothing.
+#[test]
+fn memory_held_back_is_explained_in_the_notes() {
+    let t = machine("nodes=2,cpus-per-node=2,mem-gib=1");
+    // Two busy processes with all their memory on node 0: one is homed on node 1.
+    let procs = || {
+        vec![
+            proc(&t, 1, 2.0, 2, 0, &[256 * MIB, 0]),
+            proc(&t, 2, 2.0, 2, 0, &[256 * MIB, 0]),
+        ]
+    };
+    let mut s = snap(&t, 1, procs());
+    s.interval_ns = 0;
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&s);
+    assert_eq!(set_homes(&a), 2, "{a:#?}");
+    assert!(
+        !a.iter().any(|a| matches!(a, Action::MoveMemory { .. })),
+        "{a:#?}"
+    );
+    assert_eq!(
+        pol.notes(),
+        [
+            "pid 2 (pid2): 256 MiB on node 0 stays there this interval, home node 1: this interval's budget (0 B at move_rate_mib_s) is spent"
+        ],
+    );
+
+    // A full interval, but the home node has less free memory than the headroom.
+    let mut s = snap(
+        &t,
+        1,
+        vec![homed(proc(&t, 2, 2.0, 2, 1, &[256 * MIB, 0]), &[1])],
+    );
+    s.nodes[1].free_bytes = 100 * MIB;
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&s);
+    assert!(
+        !a.iter().any(|a| matches!(a, Action::MoveMemory { .. })),
+        "{a:#?}"
+    );
+    assert_eq!(
+        pol.notes(),
+        [
+            "pid 2 (pid2): 256 MiB on node 0 stays there this interval, home node 1: no room on its home nodes (free memory minus headroom_mib)"
+        ],
+    );
+
+    // With room and budget, the moves go out and nothing is noted.
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&snap(&t, 1, procs()));
+    assert!(
+        a.iter().any(|a| matches!(a, Action::MoveMemory { .. })),
+        "{a:#?}"
+    );
+    assert!(pol.notes().is_empty(), "{:?}", pol.notes());
 }

@@ -10,6 +10,9 @@
 MIB=96
 INTERVAL=0.5
 WINDOW=90
+# The decisions' notes too: why a homed hog's remote memory was not asked to move (a failed
+# boot once showed homes without moves, docs/VM.md scenario 9).
+HN_LOG=info,homenode::decision=debug
 sysctl -qw kernel.numa_balancing=1
 echo "HN-ROW withbal placement own_nodes_s local_s final_state(node:pct)"
 for method in kernel homenode; do

@@ -204,7 +204,12 @@ impl Kernel {
         if load == 0 {
             return self.rqs[cpu].fair.min_vruntime;
         }
-        (wv.div_euclid(i128::from(load))) as u64
+        // Nearly always a non-negative sum that fits 64 bits: the native division, which for
+        // those operands is `div_euclid`'s quotient (128-bit division is a library call).
+        match u64::try_from(wv) {
+            Ok(w) => w / load,
+            Err(_) => (wv.div_euclid(i128::from(load))) as u64,
+        }
     }
 
     /// `entity_eligible`: `v` is not past the runqueue's average (exact, no division).

@@ -69,8 +69,10 @@ pub fn plan(
     cpu: CpuId,
     idle: IdleType,
     rule: NumaImbalance,
+    stats: &mut Vec<GroupStats>,
 ) -> Option<Plan> {
-    let stats = GroupStats::of_groups(k, lv, cpu);
+    GroupStats::of_groups_into(k, lv, cpu, stats);
+    let stats = &stats[..];
     let local = stats[0];
     let mut busiest: Option<usize> = None;
     for (i, s) in stats.iter().enumerate().skip(1) {
@@ -157,7 +159,7 @@ fn imbalance(
                     src_weight: b.weight,
                     dst_running: local.nr,
                     local_running: local.nr,
-                    span_weight: lv.spans[cpu].count(),
+                    span_weight: lv.span_weight[cpu],
                     imb_numa_nr: lv.imb_numa_nr[cpu],
                 },
             )

@@ -50,6 +50,9 @@ pub struct Linux {
     /// Earliest time an idle CPU's level is due (`nohz.next_balance`).
     nohz_next: Ns,
     pub numab: NumaBalancing,
+    /// Scratch of `load_balance`: the statistics of the groups of the level being balanced
+    /// (kept between passes, so a pass allocates nothing).
+    groups: Vec<stats::GroupStats>,
 }
 
 impl Linux {
@@ -84,6 +87,7 @@ impl Linux {
         Ok(Linux {
             failed: vec![vec![0; levels.len()]; n],
             next_balance: vec![vec![0; levels.len()]; n],
+            groups: Vec::new(),
             nohz_next: 0,
             numab: NumaBalancing::new(mode, np, rule, n, imb),
             levels,
@@ -104,12 +108,12 @@ impl Linux {
         if !lb::should_balance(k, &lv.groups[cpu][0], cpu, idle) {
             return 0;
         }
-        let Some(plan) = lb::plan(k, lv, cpu, idle, self.rule) else {
+        let Some(plan) = lb::plan(k, lv, cpu, idle, self.rule, &mut self.groups) else {
             self.failed[cpu][l] = 0;
             return 0;
         };
-        let group = lv.groups[cpu][plan.group].clone();
-        let Some(src) = lb::busiest_queue(k, &group, cpu, &plan) else {
+        let group = &lv.groups[cpu][plan.group];
+        let Some(src) = lb::busiest_queue(k, group, cpu, &plan) else {
             return 0;
         };
         let failed = self.failed[cpu][l];

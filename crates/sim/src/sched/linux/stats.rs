@@ -69,12 +69,15 @@ pub fn classify(s: &Signals, imbalance_pct: u32) -> GroupType {
 }
 
 impl GroupStats {
-    /// Statistics of each group of `cpu`'s domain at level `lv`, the local group first.
-    pub fn of_groups(k: &Kernel, lv: &Level, cpu: CpuId) -> Vec<Self> {
-        lv.groups[cpu]
-            .iter()
-            .map(|g| GroupStats::of(k, g, lv.imbalance_pct, None))
-            .collect()
+    /// Statistics of each group of `cpu`'s domain at level `lv`, the local group first, into
+    /// `out` (cleared first).
+    pub fn of_groups_into(k: &Kernel, lv: &Level, cpu: CpuId, out: &mut Vec<Self>) {
+        out.clear();
+        out.extend(
+            lv.groups[cpu]
+                .iter()
+                .map(|g| GroupStats::of(k, g, lv.imbalance_pct, None)),
+        );
     }
 
     /// Statistics of `group`; with `without`, as if that task were not there

@@ -36,6 +36,8 @@ pub struct Level {
     pub imbalance_pct: u32,
     pub cache_nice_tries: u32,
     pub spans: Vec<CpuSet>,
+    /// Per CPU: the number of CPUs of its span (read at every balance tick).
+    pub span_weight: Vec<usize>,
     pub groups: Vec<Vec<CpuSet>>,
     /// Per CPU: the allowed NUMA imbalance in tasks (`imb_numa_nr`).
     pub imb_numa_nr: Vec<usize>,
@@ -44,7 +46,7 @@ pub struct Level {
 impl Level {
     /// Balance interval for `cpu` (idle or busy), ns.
     pub fn interval(&self, cpu: usize, busy: bool, tick: Ns) -> Ns {
-        let ms = self.spans[cpu].count().max(1) as u64 * MS;
+        let ms = self.span_weight[cpu].max(1) as u64 * MS;
         if busy {
             (ms * BUSY_FACTOR).saturating_sub(tick).max(tick)
         } else {
@@ -80,6 +82,7 @@ pub fn build(topo: &Topology) -> Vec<Level> {
                 1
             },
             spans: d.spans.clone(),
+            span_weight: d.spans.iter().map(CpuSet::count).collect(),
             groups: d.groups.clone(),
             imb_numa_nr: vec![0; topo.nr_cpus()],
         });

@@ -205,7 +205,7 @@ fn idlest_group(
             src_weight: local.weight,
             dst_running: b.nr,
             local_running: local.nr,
-            span_weight: lv.spans[cpu].count(),
+            span_weight: lv.span_weight[cpu],
             imb_numa_nr: lv.imb_numa_nr[cpu],
         };
         if rule.fork_stays(local.idle_cpus.abs_diff(b.idle_cpus), p) {

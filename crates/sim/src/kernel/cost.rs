@@ -802,15 +802,17 @@ fn same(a: f64, b: f64) -> bool {
 }
 
 impl WalkKey {
-    fn same_as(&self, o: &WalkKey) -> bool {
-        same(self.others, o.others)
-            && self.len == o.len
-            && same(self.llc_bytes, o.llc_bytes)
-            && same(self.footprint, o.footprint)
+    /// The key of a walk of `turns` with these figures, compared in place (no key is built
+    /// for a hit).
+    fn matches(&self, turns: &TurnHistory, others: f64, llc_bytes: f64, footprint: f64) -> bool {
+        same(self.others, others)
+            && self.len == turns.len
+            && same(self.llc_bytes, llc_bytes)
+            && same(self.footprint, footprint)
             && self
                 .runs
                 .iter()
-                .zip(&o.runs)
+                .zip(&turns.runs)
                 .all(|(a, b)| same(a.0, b.0) && same(a.1, b.1))
     }
 }
@@ -825,14 +827,18 @@ impl RefillMemo {
         llc_bytes: f64,
         footprint: f64,
     ) -> &TurnWalk {
-        let key = WalkKey {
-            runs: turns.runs,
-            len: turns.len,
-            others,
-            llc_bytes,
-            footprint,
-        };
-        if !self.walk.as_ref().is_some_and(|(k, _)| k.same_as(&key)) {
+        let hit = self
+            .walk
+            .as_ref()
+            .is_some_and(|(k, _)| k.matches(turns, others, llc_bytes, footprint));
+        if !hit {
+            let key = WalkKey {
+                runs: turns.runs,
+                len: turns.len,
+                others,
+                llc_bytes,
+                footprint,
+            };
             self.walk = Some((key, turns.walk(others, llc_bytes, footprint)));
             self.refill = None;
         }

@@ -229,11 +229,11 @@ impl NodePolicy for HomenodePolicy {
             model,
             actions: Vec::new(),
         };
+        self.notes.clear();
         self.release(&mut d);
         self.new_homes(&mut d);
         self.correct(&mut d);
         self.rebalance(&mut d);
-        self.notes.clear();
         let moves = self.memory_moves(&d);
         d.actions.extend(moves);
         self.slices(&mut d);

@@ -71,6 +71,13 @@ impl HomenodePolicy {
         // The same node must be the busiest, imbalanced, decision after decision.
         self.track_imbalance(&d.model);
         if self.imbalance_streak < self.cfg.imbalance_intervals {
+            if let Some((src, dsts)) = self.imbalance(&d.model) {
+                let why = format!(
+                    "seen in {} of the {} decisions in a row that a move waits for (imbalance_intervals)",
+                    self.imbalance_streak, self.cfg.imbalance_intervals
+                );
+                self.note_imbalance(&d.model, src, &dsts, &why);
+            }
             return;
         }
         let mut moved = 0u32;
@@ -79,6 +86,12 @@ impl HomenodePolicy {
                 break;
             };
             let Some(best) = self.best_move(d, src, &dsts) else {
+                if moved == 0 {
+                    let why = "no process homed there may move: each moved within min_dwell_s, \
+                               spans several nodes, does not fit another node, or would not \
+                               lessen the imbalance";
+                    self.note_imbalance(&d.model, src, &dsts, why);
+                }
                 break;
             };
             self.move_home(d, src, &best);
@@ -88,6 +101,19 @@ impl HomenodePolicy {
             self.imbalance_streak = 0;
             self.imbalance_src = None;
         }
+    }
+
+    /// Notes an imbalance of `src` against `dsts` that moves nothing in this decision.
+    fn note_imbalance(&mut self, model: &Model, src: NodeId, dsts: &[NodeId], why: &str) {
+        let others: Vec<String> = dsts
+            .iter()
+            .map(|&n| format!("node {n} at {:.2}", model.frac(n)))
+            .collect();
+        self.notes.push(format!(
+            "rebalance: node {src} at {:.2} CPUs/CPU against {}: {why}",
+            model.frac(src),
+            others.join(", ")
+        ));
     }
 
     /// Rehomes the process of `best` from `src` to its destination.

@@ -322,9 +322,18 @@ fn rebalance_moves_the_cheapest_after_hysteresis() {
         let a = pol.decide(&snap(&t, s, procs.clone()));
         assert_eq!(set_homes(&a), 0, "hysteresis: decision {s}");
         assert_eq!(pol.imbalance_streak(), s as u32 + 1);
+        // The wait is explained.
+        assert_eq!(
+            pol.notes(),
+            [format!(
+                "rebalance: node 0 at 0.75 CPUs/CPU against node 1 at 0.00: seen in {} of the 3 decisions in a row that a move waits for (imbalance_intervals)",
+                s + 1
+            )]
+        );
     }
     let a = pol.decide(&snap(&t, 2, procs.clone()));
     assert_eq!(homes(&a), vec![(2, vec![1])], "{a:?}");
+    assert!(pol.notes().is_empty(), "{:?}", pol.notes());
     let r = a
         .iter()
         .find(|a| matches!(a, Action::SetHome { .. }))
@@ -335,6 +344,32 @@ fn rebalance_moves_the_cheapest_after_hysteresis() {
         "rebalance: node 0 at 0.75 vs node 1 at 0.00 CPUs/CPU, moving pid 2 (pid2, 1.0 CPUs; 30% of its 1000 MiB already on node 1)"
     );
     assert_eq!(pol.imbalance_streak(), 0);
+}
+
+/// An imbalance that has lasted but that no process may correct is explained: the only
+/// process homed on the busy node got its home within `min_dwell_s`, and the rest of the
+/// load there is not homenode's to move.
+#[test]
+fn a_lasting_imbalance_that_nothing_may_correct_is_explained() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut other = proc(&t, 9, 2.0, 2, 0, &[GIB, 0]);
+    other.leave_alone = true;
+    let job = proc(&t, 1, 1.0, 1, 0, &[GIB, 0]);
+    let mut pol = HomenodePolicy::default();
+    // Homed where its memory is while node 0 is otherwise idle; the other load comes after.
+    let a = pol.decide(&snap(&t, 0, vec![job.clone()]));
+    assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
+    let procs = vec![homed(job, &[0]), other];
+    for s in 1..=3 {
+        let a = pol.decide(&snap(&t, s, procs.clone()));
+        assert_eq!(set_homes(&a), 0, "decision {s}: {a:#?}");
+    }
+    assert_eq!(
+        pol.notes(),
+        [
+            "rebalance: node 0 at 0.75 CPUs/CPU against node 1 at 0.00: no process homed there may move: each moved within min_dwell_s, spans several nodes, does not fit another node, or would not lessen the imbalance"
+        ]
+    );
 }
 
 /// As in the VM rig's scenario 2 (tests/vm): 4 nodes of 2 CPUs in a ring (21 to
@@ -1523,6 +1558,15 @@ fn slice_ms_zero_gives_none_and_takes_back_one_it_gave() {
     );
 }
 
+/// The notes about memory (step 4) of the last decision.
+fn memory_notes(pol: &HomenodePolicy) -> Vec<&str> {
+    pol.notes()
+        .iter()
+        .map(String::as_str)
+        .filter(|n| n.contains(" stays there this interval"))
+        .collect()
+}
+
 /// The notes of a decision that homes a process away from its memory but moves none of it
 /// say why, one line per node of memory held back: an interval of no length has no budget,
 /// and a home node without free memory beyond the headroom takes nothing.
@@ -1566,7 +1610,7 @@ fn memory_held_back_is_explained_in_the_notes() {
         "{a:#?}"
     );
     assert_eq!(
-        pol.notes(),
+        memory_notes(&pol),
         [
             "pid 2 (pid2): 256 MiB on node 0 stays there this interval, home node 1: no room on its home nodes (free memory minus headroom_mib)"
         ],

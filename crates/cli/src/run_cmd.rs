@@ -258,6 +258,17 @@ fn processes_table(r: &daemon::status::StatusReport) -> comfy_table::Table {
     t
 }
 
+/// The last decision's notes, one per line under a heading. They name processes by their
+/// command, which the process chose: no terminal escapes.
+fn notes_text(notes: &[String]) -> String {
+    let mut out = String::from("held back in the last decision:");
+    for n in notes {
+        out.push_str("\n  ");
+        out.push_str(&linux::text::escape_control(n));
+    }
+    out
+}
+
 pub fn status(a: StatusArgs) -> Result<()> {
     let r = daemon::status::query(&a.socket)?;
     if a.json {
@@ -315,6 +326,9 @@ pub fn status(a: StatusArgs) -> Result<()> {
     if !kernel.is_empty() {
         outln!("\nkernel, last interval: {}", kernel.join(", "));
     }
+    if !r.notes.is_empty() {
+        outln!("\n{}", notes_text(&r.notes));
+    }
     outln!(
         "\nactions: {}\npages moved: {} ({} MiB), failed {}\nleft alone: {}",
         if actions.is_empty() {
@@ -366,4 +380,24 @@ pub fn topo(a: TopoArgs) -> Result<()> {
         outln!("one node: homenode has nothing to place here (try --fake-numa 2 to exercise it)");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_listed_without_terminal_escapes() {
+        let notes = vec![
+            "rebalance: node 0 at 0.75 CPUs/CPU against node 1 at 0.00: seen in 1 of the 3 decisions".to_string(),
+            "pid 7 (\u{1b}[2Jx): 64.0 MiB on node 0 stays there this interval".to_string(),
+        ];
+        let text = notes_text(&notes);
+        assert!(
+            text.starts_with("held back in the last decision:\n  rebalance: node 0"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
+    }
 }

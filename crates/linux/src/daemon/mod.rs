@@ -791,6 +791,7 @@ impl Daemon {
             s.candidates = cands.len();
             s.nodes = nodes;
             s.processes = processes;
+            s.notes = self.policy.notes().to_vec();
         }
     }
 

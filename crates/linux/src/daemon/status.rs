@@ -101,6 +101,9 @@ pub struct StatusReport {
     /// interval (empty without `CONFIG_NUMA`).
     #[serde(default)]
     pub kernel_numa: BTreeMap<String, u64>,
+    /// What the last decision held back, and why (the policy's notes, docs/PLACEMENT.md).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Shared between the loop (writer) and the servers (readers).
@@ -328,9 +331,11 @@ mod tests {
     fn serve_and_query() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("sub/homenode.sock");
+        let note = "pid 9 (db): 1.0 GiB on node 0 stays there this interval, home node 1: no room";
         let shared: SharedStatus = Arc::new(Mutex::new(StatusReport {
             policy: "homenode".into(),
             intervals: 7,
+            notes: vec![note.into()],
             ..StatusReport::default()
         }));
         let server = StatusServer::start(&path, shared.clone()).expect("start");
@@ -343,6 +348,12 @@ mod tests {
         assert_eq!(dmode & 0o777, 0o700);
         let r = query(&path).expect("query");
         assert_eq!(r.intervals, 7);
+        assert_eq!(r.notes, [note]);
+        // A report of a daemon from before the notes still reads.
+        let mut old = serde_json::to_value(&r).expect("json");
+        old.as_object_mut().expect("object").remove("notes");
+        let back: StatusReport = serde_json::from_value(old).expect("without notes");
+        assert!(back.notes.is_empty());
         // A second daemon on the same socket is refused.
         let e = StatusServer::start(&path, shared).err().expect("in use");
         assert!(e.to_string().contains("another homenode daemon"), "{e}");

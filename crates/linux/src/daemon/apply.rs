@@ -12,7 +12,13 @@
 //!   (`move_pages` status queries, at most `max_query_pages` per action, resuming where the
 //!   previous action on that process stopped), then move up to the asked bytes to the
 //!   destination with `move_pages` in batches of `batch_pages`. Skipped under fake NUMA, where
-//!   the pseudo-nodes share one real node.
+//!   the pseudo-nodes share one real node. A search that went through all of the process's
+//!   pages and found fewer on the source node than asked for marks that (process, node) as
+//!   searched out for the rest of the decision: its later batches are skipped without a
+//!   query (beside the kernel's NUMA balancing, which may have moved the pages since the
+//!   snapshot, each empty search read the node of every page again; under TCG those searches
+//!   took seconds of one interval). A search that finds no page at all is `skipped`, not
+//!   `done` with 0 pages.
 //! - **SetSlice**, all of one decision's together ([`Actuator::set_slices`]): measure the
 //!   kernel's base slice once (a kernel without custom slices skips them all, and says so
 //!   once in the log); check each process's start time; record the slice in its journal entry
@@ -25,7 +31,7 @@
 //!
 //! In a dry run nothing is called and nothing is written: the outcome is [`Outcome::DryRun`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use topo::{CpuSet, NodeId};
@@ -133,6 +139,9 @@ pub struct Actuator {
     pub memory: MemoryConfig,
     /// Per process, the address where the last page search stopped.
     cursors: BTreeMap<ProcessKey, usize>,
+    /// (process, kernel node) whose pages were all searched in this decision and found
+    /// fewer than asked for on that node ([`Actuator::begin_decision`] forgets them).
+    searched_out: BTreeSet<(ProcessKey, usize)>,
     /// Reading and setting threads' slices (the kernel's, or a fake in tests).
     slice_ops: Box<dyn SliceOps + Send>,
     /// Found once: the kernel has no custom slices.
@@ -158,6 +167,7 @@ impl Actuator {
             dry_run,
             memory,
             cursors: BTreeMap::new(),
+            searched_out: BTreeSet::new(),
             slice_ops: Box::new(SystemSlice),
             no_custom_slices: false,
         }
@@ -167,6 +177,11 @@ impl Actuator {
     pub fn with_slice_ops(mut self, ops: Box<dyn SliceOps + Send>) -> Self {
         self.slice_ops = ops;
         self
+    }
+
+    /// A new decision's actions follow: the pages of a process may be on other nodes now.
+    pub fn begin_decision(&mut self) {
+        self.searched_out.clear();
     }
 
     /// Whether the kernel was found to have no custom slices.
@@ -501,7 +516,21 @@ impl Actuator {
                 Moved::default(),
             );
         };
+        if self.searched_out.contains(&(key, kfrom)) {
+            return (
+                Outcome::Skipped(format!(
+                    "a search of all of its pages in this decision found no more on node {from}"
+                )),
+                Moved::default(),
+            );
+        }
         match self.try_move(key, kfrom, kto, bytes) {
+            Ok(Some(m)) if m.pages_moved == 0 && m.pages_failed == 0 => (
+                Outcome::Skipped(format!(
+                    "no page of its own memory was found on node {from} (moved since the figures were read)"
+                )),
+                m,
+            ),
             Ok(Some(m)) => (
                 Outcome::Done(format!(
                     "{} pages moved, {} failed",
@@ -541,6 +570,7 @@ impl Actuator {
             .flat_map(|m| m.page_addresses(page))
             .collect();
         if addrs.is_empty() {
+            self.searched_out.insert((key, kfrom));
             return Ok(Some(Moved::default()));
         }
         let cursor = self.cursors.get(&key).copied().unwrap_or(0);
@@ -569,9 +599,14 @@ impl Actuator {
             if !query(key.pid, &chunk, kfrom, batch, &mut found)? {
                 return Ok(None);
             }
+            queried += chunk.len();
             last = chunk.last().map_or(last, |a| a.saturating_add(1));
         }
         self.cursors.insert(key, last);
+        if queried >= addrs.len() && found.len() < want {
+            // Every page was looked at: the next batches of this decision would find no more.
+            self.searched_out.insert((key, kfrom));
+        }
         found.truncate(want);
         if found.is_empty() {
             return Ok(Some(Moved::default()));

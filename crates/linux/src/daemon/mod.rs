@@ -412,6 +412,7 @@ impl Daemon {
         counters: &mut status::Counters,
         report: &mut IntervalReport,
     ) {
+        self.actuator.begin_decision();
         let homed = self.set_homes(&actions);
         let mut sliced = self.set_slices(&actions, &homed).into_iter();
         let mut homed = homed.into_iter();

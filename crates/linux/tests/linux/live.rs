@@ -562,3 +562,50 @@ fn live_scan_finds_this_process_and_measures_a_busy_thread() {
     assert!(pr.node_runtime_s.iter().sum::<f64>() > 0.0);
     assert_eq!(pr.node_runtime_s.len(), h.topology.nr_nodes());
 }
+
+/// The actuator's memory moves on a sleeping child (its pages are on this host's node 0):
+/// asked for far more than the child has, a search goes through all of its pages, moves what
+/// it finds, and marks the (process, node) searched out, so the decision's next batch of the
+/// same memory is skipped without a query; the next decision searches again.
+#[test]
+fn a_searched_out_node_is_not_searched_again_in_the_same_decision() {
+    use linux::daemon::config::MemoryConfig;
+    use linux::daemon::host::Host;
+    use linux::daemon::{Actuator, Outcome};
+    let child = Sleeper::start();
+    let pid = child.0.id();
+    let dir = tempfile::tempdir().expect("tmp");
+    let host = Host::read(root(), None).expect("host");
+    let Some(node) = (0..host.topology().nr_nodes()).find(|&n| host.kernel_node(n) == Some(0))
+    else {
+        eprintln!("skipped: no host node is the kernel's node 0");
+        return;
+    };
+    // Wait until the child has exec'd `sleep` (its start time is then final).
+    let entry = journal::capture(root(), pid)
+        .expect("capture")
+        .expect_alive("child");
+    let key = entry.key();
+    let memory = MemoryConfig {
+        max_query_pages: 1 << 30,
+        ..MemoryConfig::default()
+    };
+    let mut act = Actuator::new(root(), &dir.path().join("j.json"), false, memory);
+    act.begin_decision();
+    let huge = 1u64 << 40;
+    let (first, moved) = act.move_memory(&host, key, node, node, huge);
+    assert!(
+        matches!(&first, Outcome::Done(_)) && moved.pages_moved > 0,
+        "{first:?} {moved:?}"
+    );
+    let (second, again) = act.move_memory(&host, key, node, node, huge);
+    match &second {
+        Outcome::Skipped(why) => assert!(why.contains("found no more on node"), "{why}"),
+        other => panic!("searched again: {other:?}"),
+    }
+    assert_eq!(again.pages_moved, 0);
+    act.begin_decision();
+    let (third, _) = act.move_memory(&host, key, node, node, huge);
+    assert!(matches!(&third, Outcome::Done(_)), "{third:?}");
+    drop(child);
+}

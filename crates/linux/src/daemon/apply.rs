@@ -16,8 +16,8 @@
 //!   pages and found fewer on the source node than asked for marks that (process, node) as
 //!   searched out for the rest of the decision: its later batches are skipped without a
 //!   query (beside the kernel's NUMA balancing, which may have moved the pages since the
-//!   snapshot, each empty search read the node of every page again; under TCG those searches
-//!   took seconds of one interval). A search that finds no page at all is `skipped`, not
+//!   snapshot, each empty search read the node of every page again; under TCG ten of them
+//!   took about a second of one interval). A search that finds no page at all is `skipped`, not
 //!   `done` with 0 pages.
 //! - **SetSlice**, all of one decision's together ([`Actuator::set_slices`]): measure the
 //!   kernel's base slice once (a kernel without custom slices skips them all, and says so

@@ -51,19 +51,13 @@ impl HomenodePolicy {
                 .map(|&f| f.saturating_sub(headroom))
                 .collect();
         let mut out = Vec::new();
-        let budget0 = budget;
+        let spent = format!(
+            "this interval's budget ({} at move_rate_mib_s) is spent",
+            fmt_bytes(budget)
+        );
         for Chunk { remote, i, from } in chunks {
             if budget == 0 {
-                self.note_held(
-                    d,
-                    i,
-                    remote,
-                    from,
-                    &format!(
-                        "this interval's budget ({} at move_rate_mib_s) is spent",
-                        fmt_bytes(budget0)
-                    ),
-                );
+                self.note_held(d, i, remote, from, &spent);
                 continue;
             }
             let p = &d.procs[i];
@@ -97,14 +91,13 @@ impl HomenodePolicy {
                     });
                 }
             }
-            if left > 0 && budget > 0 {
-                self.note_held(
-                    d,
-                    i,
-                    left,
-                    from,
-                    "no room on its home nodes (free memory minus headroom_mib)",
-                );
+            if left > 0 {
+                let why = if budget == 0 {
+                    spent.as_str()
+                } else {
+                    "no room on its home nodes (free memory minus headroom_mib)"
+                };
+                self.note_held(d, i, left, from, why);
             }
             if asked > 0 {
                 if let Some(st) = self.procs.get_mut(&p.pid) {

@@ -1616,6 +1616,23 @@ fn memory_held_back_is_explained_in_the_notes() {
         ],
     );
 
+    // A budget for half of it: half moves, the rest is noted as waiting for the budget.
+    let mut s = snap(
+        &t,
+        1,
+        vec![homed(proc(&t, 2, 2.0, 2, 1, &[256 * MIB, 0]), &[1])],
+    );
+    s.interval_ns = 100_000_000;
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&s);
+    assert_eq!(moved_bytes(&a, 2), 128 * MIB, "{a:#?}");
+    assert_eq!(
+        memory_notes(&pol),
+        [
+            "pid 2 (pid2): 128 MiB on node 0 stays there this interval, home node 1: this interval's budget (128 MiB at move_rate_mib_s) is spent"
+        ],
+    );
+
     // With room and budget, the moves go out and nothing is noted.
     let mut pol = HomenodePolicy::default();
     let a = pol.decide(&snap(&t, 1, procs()));

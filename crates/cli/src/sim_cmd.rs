@@ -107,6 +107,10 @@ pub struct WorkloadArgs {
         "homenode:min_cpu=0.3",
     ))]
     placement: String,
+    /// With a placement: list, after its actions, what each decision held back and why (the
+    /// policy's notes, docs/PLACEMENT.md).
+    #[arg(long)]
+    notes: bool,
 }
 
 impl Default for NumaTestArgs {
@@ -414,6 +418,12 @@ fn workload(a: WorkloadArgs) -> Result<()> {
         for (at, action) in &p.log {
             outln!("  {:>8.3} s  {action}", *at as f64 / 1e9);
         }
+        if a.notes {
+            outln!("held back ({} notes):", p.notes.len());
+            for (at, note) in &p.notes {
+                outln!("  {:>8.3} s  {note}", *at as f64 / 1e9);
+            }
+        }
     }
     Ok(())
 }
@@ -438,11 +448,20 @@ fn workload_json(
         })
         .collect();
     let placement = r.placement.as_ref().map(|p| {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "policy": a.placement, "decisions": p.decisions, "set_home": p.set_home,
             "clear_home": p.clear_home, "set_slice": p.set_slice, "moves": p.moves, "bytes_moved": p.bytes_moved,
             "actions": p.log.iter().map(|(at, act)| serde_json::json!({"at_s": *at as f64 / 1e9, "action": act})).collect::<Vec<_>>(),
-        })
+        });
+        if a.notes {
+            let notes: Vec<serde_json::Value> = p
+                .notes
+                .iter()
+                .map(|(at, n)| serde_json::json!({"at_s": *at as f64 / 1e9, "note": n}))
+                .collect();
+            v["notes"] = serde_json::Value::Array(notes);
+        }
+        v
     });
     let out = serde_json::json!({"machine": topo.name, "scheduler": spec.to_string(),
         "elapsed_s": r.end_ns as f64 / 1e9, "counters": r.counters, "tasks": tasks,

@@ -158,6 +158,8 @@ pub struct PlacementStats {
     pub bytes_moved: u64,
     /// Every action with the simulated time it was applied at.
     pub log: Vec<(Ns, Action)>,
+    /// What each decision held back and why (the policy's notes), with its time.
+    pub notes: Vec<(Ns, String)>,
 }
 
 /// Per process, the counters at the previous decision.
@@ -218,6 +220,10 @@ impl Placement {
         };
         let actions = self.policy.decide(&snap);
         self.stats.decisions += 1;
+        let now = k.now;
+        self.stats
+            .notes
+            .extend(self.policy.notes().iter().map(|n| (now, n.clone())));
         for a in actions {
             self.apply(k, &a);
             self.stats.log.push((k.now, a));

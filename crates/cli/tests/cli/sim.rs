@@ -453,6 +453,51 @@ fn workload_runs_a_file() {
     assert!(v["counters"]["wakeups"].as_u64() > Some(0), "{v}");
 }
 
+/// `--notes` lists what the placement's decisions held back: in the repository's
+/// shared-writer workload one process grows to eight threads on its one-node home, an
+/// imbalance that no process may correct (the text after the actions, and `notes` in JSON
+/// only when asked for).
+#[test]
+fn workload_notes_list_what_placement_held_back() {
+    let f = format!(
+        "{}/../../workloads/shared-writer.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let args = [
+        "sim",
+        "workload",
+        &f,
+        "--machine",
+        "azusa16",
+        "--sched",
+        "linux",
+        "--placement",
+        "homenode:min_rss_mib=1,min_cpu=0.3,interval_s=0.1",
+    ];
+    let plain = ok(&args);
+    assert!(!plain.contains("held back"), "{plain}");
+    let mut with = args.to_vec();
+    with.push("--notes");
+    let out = ok(&with);
+    let notes: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("held back ("))
+        .skip(1)
+        .collect();
+    assert!(
+        notes.iter().any(|l| l.contains("rebalance: node 0")),
+        "{out}"
+    );
+    with.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&ok(&with)).expect("JSON");
+    let listed = v["placement"]["notes"].as_array().expect("notes");
+    assert_eq!(listed.len(), notes.len(), "{v}");
+    let mut plain_json = args.to_vec();
+    plain_json.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&ok(&plain_json)).expect("JSON");
+    assert!(v["placement"].get("notes").is_none(), "{v}");
+}
+
 #[test]
 fn closed_stdout_is_not_a_panic() {
     // `homenode machines azusa16 | head -1`: the reader goes away; the command must not panic.

@@ -11,6 +11,14 @@
 //! Nor within `min_dwell_s` of a rebalancing move: the rebalancer chose to move the process
 //! away from its memory, weighing the bytes to migrate, and its memory follows it.
 //!
+//! Also clearly wrong: a home with fewer CPUs than the process has busy threads (its width),
+//! when a home for its width exists now. A process homed while it had one thread and then
+//! started more is otherwise confined for good: the rebalancer moves a process only to one
+//! node that fits all of it (the repository's `shared-writer.toml` under `sim workload
+//! --placement ... --notes`: eight busy threads on a home of four CPUs while three nodes
+//! idled). The new home is the one step 2 would give it now, the process taken out of its
+//! current home, and is taken only if it has more CPUs for it.
+//!
 //! Hysteresis: the verdict, with the same target node, must hold for `correct_intervals`
 //! decisions in a row (one decision can see a transient: a burst, memory sampled mid-move),
 //! a process is corrected at most once per `min_dwell_s`, and a correction counts as a move
@@ -19,15 +27,33 @@
 
 use topo::NodeId;
 
+use super::homes::HomeChoice;
 use super::{Decision, HomenodePolicy, comm};
 use crate::action::Action;
-use crate::common::{fmt_bytes, pct};
+use crate::common::{fmt_bytes, fmt_home, fmt_nodes, pct};
 
 impl HomenodePolicy {
     /// Corrects clearly wrong homes, at most `max_moves_per_interval` per decision.
     pub(super) fn correct(&mut self, d: &mut Decision<'_, '_>) {
         let mut moved = 0u32;
         for i in 0..d.procs.len() {
+            let wider = self.outgrown(d, i);
+            if let Some(st) = self.procs.get_mut(&d.procs[i].pid) {
+                st.outgrown_streak = if wider.is_some() {
+                    st.outgrown_streak.saturating_add(1)
+                } else {
+                    0
+                };
+                if let Some(choice) = wider {
+                    if st.outgrown_streak >= self.cfg.correct_intervals
+                        && moved < self.cfg.max_moves_per_interval
+                    {
+                        self.rehome_wider(d, i, choice);
+                        moved += 1;
+                    }
+                    continue;
+                }
+            }
             let verdict = self.wrong_home(d, i);
             let Some(st) = self.procs.get_mut(&d.procs[i].pid) else {
                 continue;
@@ -87,6 +113,68 @@ impl HomenodePolicy {
             .filter(|&n| n == x)
     }
 
+    /// The home for `i`'s width now, if its busy threads outnumber its home's CPUs and step 2
+    /// would give it a home with more CPUs for it.
+    fn outgrown(&self, d: &Decision<'_, '_>, i: usize) -> Option<HomeChoice> {
+        let p = &d.procs[i];
+        if p.leave_alone || d.touched[i] || !self.significant(p) {
+            return None;
+        }
+        let h = d.homes[i].as_deref()?;
+        let cpus = |nodes: &[NodeId]| nodes.iter().map(|&n| p.node_cpus[n]).sum::<usize>();
+        let have = cpus(h);
+        if p.width as usize <= have {
+            return None;
+        }
+        let st = self.procs.get(&p.pid)?;
+        let now = d.snap.now_ns;
+        if st
+            .corrected_ns
+            .is_some_and(|t| (now.saturating_sub(t) as f64) < self.cfg.min_dwell_s * 1e9)
+        {
+            return None;
+        }
+        let mut base = d.model.clone();
+        base.apply(d.snap.topo, p, Some(h), -1.0);
+        self.choose_home(d.snap.topo, &d.m, p, &base)
+            .filter(|c| cpus(&c.nodes) > have)
+    }
+
+    /// Gives `i` the wider home `choice` (its busy threads outgrew its home).
+    fn rehome_wider(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
+        let topo = d.snap.topo;
+        let now = d.snap.now_ns;
+        let p = &d.procs[i];
+        let h = d.homes[i].clone().unwrap_or_default();
+        d.model.apply(topo, p, Some(&h), -1.0);
+        d.model.apply(topo, p, Some(&choice.nodes), 1.0);
+        let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
+        let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
+        d.actions.push(Action::SetHome {
+            pid: p.pid,
+            start_time: p.start_time,
+            nodes: choice.nodes.clone(),
+            cpus: p.cpus_of(topo, &choice.nodes, allowed_cpus),
+            reason: format!(
+                "correct: pid {} ({}) has {} busy threads, more than the {have} CPUs of its home {}, for {} decisions in a row (without waiting out min_dwell_s); {}",
+                p.pid,
+                comm(d.snap, p),
+                p.width,
+                fmt_home(&h),
+                self.cfg.correct_intervals,
+                choice.reason,
+            ),
+        });
+        let st = self.procs.get_mut(&p.pid).expect("state made above");
+        st.homed_at(now);
+        st.corrected_ns = Some(now);
+        st.outgrown_streak = 0;
+        st.wrong_target = None;
+        st.wrong_streak = 0;
+        d.homes[i] = Some(choice.nodes);
+        d.touched[i] = true;
+    }
+
     /// Moves `i`'s home to node `x`, where its memory is.
     fn rehome_to_memory(&mut self, d: &mut Decision<'_, '_>, i: usize, x: NodeId) {
         let topo = d.snap.topo;
@@ -108,7 +196,7 @@ impl HomenodePolicy {
                 comm(d.snap, p),
                 pct(p.bytes[x], p.rss),
                 fmt_bytes(p.rss),
-                crate::common::fmt_nodes(&h),
+                fmt_nodes(&h),
             ),
         });
         let st = self.procs.get_mut(&p.pid).expect("state made above");

@@ -13,8 +13,9 @@
 //!    process is packed onto one node; a process too big for one node gets a home *set* of
 //!    nearest nodes.
 //!    2b. *Correct*: a home that is clearly wrong (nearly all of the memory on another node
-//!    that would be its first home now, for `correct_intervals` decisions) is corrected
-//!    without waiting out `min_dwell_s` (`correct.rs`).
+//!    that would be its first home now, or fewer CPUs than the process has busy threads when
+//!    a wider home exists now, for `correct_intervals` decisions) is corrected without
+//!    waiting out `min_dwell_s` (`correct.rs`).
 //! 3. *Rebalance*: when the same node has been the busiest, its load above another's by
 //!    `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in
 //!    a row, move the single-node process with the best score (load taken off the imbalance
@@ -89,6 +90,8 @@ struct PidState {
     wrong_streak: u32,
     /// When its home was last corrected (step 2b).
     corrected_ns: Option<u64>,
+    /// Decisions in a row in which its busy threads outnumbered its home's CPUs (step 2b).
+    outgrown_streak: u32,
     /// When the rebalancer last moved it (step 3): step 2b does not undo such a move.
     rebalanced_ns: Option<u64>,
     /// Its memory outside its home as last seen, to tell whether the kernel's NUMA balancing

@@ -1642,3 +1642,41 @@ fn memory_held_back_is_explained_in_the_notes() {
     );
     assert!(pol.notes().is_empty(), "{:?}", pol.notes());
 }
+
+/// A process homed on one node while it had one thread, which then runs eight busy threads
+/// on that node's four CPUs (four of them waiting) while the other node idles, is given a
+/// home wide enough once that lasted `correct_intervals` decisions, without waiting out
+/// `min_dwell_s`. The rebalancer alone never could: no single node fits it.
+#[test]
+fn a_home_outgrown_by_its_threads_is_widened() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&snap(&t, 0, vec![proc(&t, 1, 1.0, 1, 0, &[GIB, 0])]));
+    assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
+    let mut grown = homed(proc(&t, 1, 4.0, 8, 0, &[GIB, 0]), &[0]);
+    grown.cpu_wait = Some(3.6);
+    let a = pol.decide(&snap(&t, 1, vec![grown.clone()]));
+    assert_eq!(set_homes(&a), 0, "one decision is not enough: {a:#?}");
+    let a = pol.decide(&snap(&t, 2, vec![grown.clone()]));
+    let got = homes(&a);
+    assert_eq!(got.len(), 1, "{a:#?}");
+    let mut nodes = got[0].1.clone();
+    nodes.sort_unstable();
+    assert_eq!(nodes, vec![0, 1], "{a:#?}");
+    let r = a
+        .iter()
+        .find(|a| matches!(a, Action::SetHome { .. }))
+        .expect("home")
+        .reason();
+    assert!(
+        r.starts_with("correct: pid 1 (pid1) has 8 busy threads, more than the 4 CPUs of its home node 0, for 2 decisions in a row"),
+        "{r}"
+    );
+    // Once wide enough, it stays.
+    let mut wide = homed(proc(&t, 1, 7.6, 8, 0, &[GIB, 0]), &nodes);
+    wide.node_runtime = vec![0.5, 0.5];
+    for s in 3..6 {
+        let a = pol.decide(&snap(&t, s, vec![wide.clone()]));
+        assert_eq!(set_homes(&a), 0, "decision {s}: {a:#?}");
+    }
+}

@@ -142,28 +142,58 @@ impl HomenodePolicy {
 
     /// Gives `i` the wider home `choice` (its busy threads outgrew its home).
     fn rehome_wider(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
-        let topo = d.snap.topo;
-        let now = d.snap.now_ns;
+        let p = &d.procs[i];
+        let h = d.homes[i].clone().unwrap_or_default();
+        let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
+        let reason = format!(
+            "correct: pid {} ({}) has {} busy threads, more than the {have} CPUs of its home {}, for {} decisions in a row (without waiting out min_dwell_s); {}",
+            p.pid,
+            comm(d.snap, p),
+            p.width,
+            fmt_home(&h),
+            self.cfg.correct_intervals,
+            choice.reason,
+        );
+        self.correct_to(d, i, choice.nodes, reason);
+    }
+
+    /// Moves `i`'s home to node `x`, where its memory is.
+    fn rehome_to_memory(&mut self, d: &mut Decision<'_, '_>, i: usize, x: NodeId) {
+        let p = &d.procs[i];
+        let h = d.homes[i].clone().unwrap_or_default();
+        let reason = format!(
+            "correct: pid {} ({}) has {} of its {} on node {x}, which has room for it and stays balanced, for {} decisions in a row; home node {x} instead of {} (without waiting out min_dwell_s)",
+            p.pid,
+            comm(d.snap, p),
+            pct(p.bytes[x], p.rss),
+            fmt_bytes(p.rss),
+            self.cfg.correct_intervals,
+            fmt_nodes(&h),
+        );
+        self.correct_to(d, i, vec![x], reason);
+    }
+
+    /// The `SetHome` of a correction of `i`'s home to `nodes`, and its bookkeeping: the model
+    /// counts it there, the dwell starts, and both verdicts' streaks start again.
+    fn correct_to(
+        &mut self,
+        d: &mut Decision<'_, '_>,
+        i: usize,
+        nodes: Vec<NodeId>,
+        reason: String,
+    ) {
+        let (topo, now) = (d.snap.topo, d.snap.now_ns);
         let p = &d.procs[i];
         let h = d.homes[i].clone().unwrap_or_default();
         d.model.apply(topo, p, Some(&h), -1.0);
-        d.model.apply(topo, p, Some(&choice.nodes), 1.0);
+        d.model.apply(topo, p, Some(&nodes), 1.0);
         let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
-        let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
         d.actions.push(Action::SetHome {
             pid: p.pid,
             start_time: p.start_time,
-            nodes: choice.nodes.clone(),
-            cpus: p.cpus_of(topo, &choice.nodes, allowed_cpus),
-            reason: format!(
-                "correct: pid {} ({}) has {} busy threads, more than the {have} CPUs of its home {}, for {} decisions in a row (without waiting out min_dwell_s); {}",
-                p.pid,
-                comm(d.snap, p),
-                p.width,
-                fmt_home(&h),
-                self.cfg.correct_intervals,
-                choice.reason,
-            ),
+            cpus: p.cpus_of(topo, &nodes, allowed_cpus),
+            nodes: nodes.clone(),
+            reason,
         });
         let st = self.procs.get_mut(&p.pid).expect("state made above");
         st.homed_at(now);
@@ -171,40 +201,7 @@ impl HomenodePolicy {
         st.outgrown_streak = 0;
         st.wrong_target = None;
         st.wrong_streak = 0;
-        d.homes[i] = Some(choice.nodes);
-        d.touched[i] = true;
-    }
-
-    /// Moves `i`'s home to node `x`, where its memory is.
-    fn rehome_to_memory(&mut self, d: &mut Decision<'_, '_>, i: usize, x: NodeId) {
-        let topo = d.snap.topo;
-        let now = d.snap.now_ns;
-        let p = &d.procs[i];
-        let h = d.homes[i].clone().unwrap_or_default();
-        d.model.apply(topo, p, Some(&h), -1.0);
-        d.model.apply(topo, p, Some(&[x]), 1.0);
-        let allowed_cpus = &d.snap.processes[p.idx].allowed_cpus;
-        let streak = self.cfg.correct_intervals;
-        d.actions.push(Action::SetHome {
-            pid: p.pid,
-            start_time: p.start_time,
-            nodes: vec![x],
-            cpus: p.cpus_of(topo, &[x], allowed_cpus),
-            reason: format!(
-                "correct: pid {} ({}) has {} of its {} on node {x}, which has room for it and stays balanced, for {streak} decisions in a row; home node {x} instead of {} (without waiting out min_dwell_s)",
-                p.pid,
-                comm(d.snap, p),
-                pct(p.bytes[x], p.rss),
-                fmt_bytes(p.rss),
-                fmt_nodes(&h),
-            ),
-        });
-        let st = self.procs.get_mut(&p.pid).expect("state made above");
-        st.homed_at(now);
-        st.corrected_ns = Some(now);
-        st.wrong_target = None;
-        st.wrong_streak = 0;
-        d.homes[i] = Some(vec![x]);
+        d.homes[i] = Some(nodes);
         d.touched[i] = true;
     }
 }

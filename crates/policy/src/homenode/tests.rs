@@ -215,6 +215,15 @@ fn apply(t: &Topology, procs: &mut [ProcessView], actions: &[Action]) {
     }
 }
 
+/// The reason of the first `SetHome` of `actions`.
+fn first_home_reason(actions: &[Action]) -> &str {
+    actions
+        .iter()
+        .find(|a| matches!(a, Action::SetHome { .. }))
+        .expect("a SetHome")
+        .reason()
+}
+
 fn set_homes(actions: &[Action]) -> usize {
     actions
         .iter()
@@ -334,11 +343,7 @@ fn rebalance_moves_the_cheapest_after_hysteresis() {
     let a = pol.decide(&snap(&t, 2, procs.clone()));
     assert_eq!(homes(&a), vec![(2, vec![1])], "{a:?}");
     assert!(pol.notes().is_empty(), "{:?}", pol.notes());
-    let r = a
-        .iter()
-        .find(|a| matches!(a, Action::SetHome { .. }))
-        .expect("move")
-        .reason();
+    let r = first_home_reason(&a);
     assert_eq!(
         r,
         "rebalance: node 0 at 0.75 vs node 1 at 0.00 CPUs/CPU, moving pid 2 (pid2, 1.0 CPUs; 30% of its 1000 MiB already on node 1)"
@@ -1663,11 +1668,7 @@ fn a_home_outgrown_by_its_threads_is_widened() {
     let mut nodes = got[0].1.clone();
     nodes.sort_unstable();
     assert_eq!(nodes, vec![0, 1], "{a:#?}");
-    let r = a
-        .iter()
-        .find(|a| matches!(a, Action::SetHome { .. }))
-        .expect("home")
-        .reason();
+    let r = first_home_reason(&a);
     assert!(
         r.starts_with("correct: pid 1 (pid1) has 8 busy threads, more than the 4 CPUs of its home node 0, for 2 decisions in a row"),
         "{r}"

@@ -33,9 +33,9 @@ use crate::action::Action;
 use crate::common::{fmt_bytes, fmt_home, fmt_nodes, pct};
 
 impl HomenodePolicy {
-    /// Corrects clearly wrong homes, at most `max_moves_per_interval` per decision.
+    /// Corrects clearly wrong homes, at most `max_moves_per_interval` per decision (a count the
+    /// rebalancer then shares).
     pub(super) fn correct(&mut self, d: &mut Decision<'_, '_>) {
-        let mut moved = 0u32;
         for i in 0..d.procs.len() {
             let wider = self.outgrown(d, i);
             if let Some(st) = self.procs.get_mut(&d.procs[i].pid) {
@@ -46,10 +46,9 @@ impl HomenodePolicy {
                 };
                 if let Some(choice) = wider {
                     if st.outgrown_streak >= self.cfg.correct_intervals
-                        && moved < self.cfg.max_moves_per_interval
+                        && d.moves < self.cfg.max_moves_per_interval
                     {
                         self.rehome_wider(d, i, choice);
-                        moved += 1;
                     }
                     continue;
                 }
@@ -73,9 +72,8 @@ impl HomenodePolicy {
             }
             let due = st.wrong_streak >= self.cfg.correct_intervals;
             if let (Some(x), true) = (verdict, due) {
-                if moved < self.cfg.max_moves_per_interval {
+                if d.moves < self.cfg.max_moves_per_interval {
                     self.rehome_to_memory(d, i, x);
-                    moved += 1;
                 }
             }
         }
@@ -203,5 +201,6 @@ impl HomenodePolicy {
         st.wrong_streak = 0;
         d.homes[i] = Some(nodes);
         d.touched[i] = true;
+        d.moves += 1;
     }
 }

@@ -142,6 +142,9 @@ struct Decision<'s, 'a> {
     model: Model,
     /// Processes that already got an action in this decision (never two SetHome for one).
     touched: Vec<bool>,
+    /// Homed processes given another home so far (steps 2b and 3 share
+    /// `max_moves_per_interval`).
+    moves: u32,
     actions: Vec<Action>,
 }
 
@@ -227,6 +230,7 @@ impl NodePolicy for HomenodePolicy {
             snap,
             m,
             touched: vec![false; procs.len()],
+            moves: 0,
             procs,
             homes,
             model,

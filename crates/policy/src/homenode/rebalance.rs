@@ -80,8 +80,9 @@ impl HomenodePolicy {
             }
             return;
         }
+        // The corrections of step 2b count against the same bound.
         let mut moved = 0u32;
-        while moved < self.cfg.max_moves_per_interval {
+        while d.moves < self.cfg.max_moves_per_interval {
             let Some((src, dsts)) = self.imbalance(&d.model) else {
                 break;
             };
@@ -95,6 +96,7 @@ impl HomenodePolicy {
                 break;
             };
             self.move_home(d, src, &best);
+            d.moves += 1;
             moved += 1;
         }
         if moved > 0 {

@@ -87,6 +87,8 @@ impl std::fmt::Display for Outcome {
 /// Result of a memory move.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Moved {
+    /// Pages of the process found on the source node (the ones asked to move).
+    pub pages_found: u64,
     pub pages_moved: u64,
     pub pages_failed: u64,
     pub bytes_moved: u64,
@@ -525,7 +527,7 @@ impl Actuator {
             );
         }
         match self.try_move(key, kfrom, kto, bytes) {
-            Ok(Some(m)) if m.pages_moved == 0 && m.pages_failed == 0 => (
+            Ok(Some(m)) if m.pages_found == 0 => (
                 Outcome::Skipped(format!(
                     "no page of its own memory was found on node {from} (moved since the figures were read)"
                 )),
@@ -620,6 +622,7 @@ impl Actuator {
         };
         let moved = report.on_node(kto) as u64;
         Ok(Some(Moved {
+            pages_found: found.len() as u64,
             pages_moved: moved,
             pages_failed: report.failed() as u64,
             bytes_moved: moved * page,

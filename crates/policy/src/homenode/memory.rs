@@ -182,8 +182,8 @@ impl HomenodePolicy {
             }
         }
         for (i, why) in held {
+            let home = d.homes[i].clone().unwrap_or_default();
             for r in 0..d.m.n {
-                let home = d.homes[i].as_deref().unwrap_or(&[]);
                 if !home.contains(&r) && d.procs[i].bytes[r] >= min_move {
                     self.note_held(d, i, d.procs[i].bytes[r], r, why);
                 }

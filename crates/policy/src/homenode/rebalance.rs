@@ -81,13 +81,13 @@ impl HomenodePolicy {
             return;
         }
         // The corrections of step 2b count against the same bound.
-        let mut moved = 0u32;
+        let before = d.moves;
         while d.moves < self.cfg.max_moves_per_interval {
             let Some((src, dsts)) = self.imbalance(&d.model) else {
                 break;
             };
             let Some(best) = self.best_move(d, src, &dsts) else {
-                if moved == 0 {
+                if d.moves == before {
                     let why = "no process homed there may move: each moved within min_dwell_s, \
                                spans several nodes, does not fit another node, or would not \
                                lessen the imbalance";
@@ -96,10 +96,8 @@ impl HomenodePolicy {
                 break;
             };
             self.move_home(d, src, &best);
-            d.moves += 1;
-            moved += 1;
         }
-        if moved > 0 {
+        if d.moves > before {
             self.imbalance_streak = 0;
             self.imbalance_src = None;
         }
@@ -147,6 +145,7 @@ impl HomenodePolicy {
         st.rebalanced_ns = Some(d.snap.now_ns);
         d.homes[best.i] = Some(vec![best.dst]);
         d.touched[best.i] = true;
+        d.moves += 1;
     }
 
     /// Whether `src` is overloaded while `dst` has room for all of `p`'s demand: a home on

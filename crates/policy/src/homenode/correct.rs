@@ -19,6 +19,13 @@
 //! idled). The new home is the one step 2 would give it now, the process taken out of its
 //! current home, and is taken only if it has more CPUs for it.
 //!
+//! The widening's counterpart is not urgent: a home *set* whose process now fits fewer of its
+//! nodes (its busy threads went back down: a parallel phase ended) is narrowed to the home
+//! step 2 would give it now, when that is a part of the set. Its memory on the nodes dropped
+//! then comes home at step 4's rate. Kept on a set, the process keeps running on, and
+//! first-touching memory on, nodes it no longer needs. As a set is not clearly wrong, it
+//! waits out `min_dwell_s` since the process's last move, and the same streak.
+//!
 //! Hysteresis: the verdict, with the same target node, must hold for `correct_intervals`
 //! decisions in a row (one decision can see a transient: a burst, memory sampled mid-move),
 //! a process is corrected at most once per `min_dwell_s`, and a correction counts as a move
@@ -38,17 +45,31 @@ impl HomenodePolicy {
     pub(super) fn correct(&mut self, d: &mut Decision<'_, '_>) {
         for i in 0..d.procs.len() {
             let wider = self.outgrown(d, i);
+            let narrower = wider.is_none().then(|| self.narrowed(d, i)).flatten();
             if let Some(st) = self.procs.get_mut(&d.procs[i].pid) {
                 st.outgrown_streak = if wider.is_some() {
                     st.outgrown_streak.saturating_add(1)
                 } else {
                     0
                 };
-                if let Some(choice) = wider {
-                    if st.outgrown_streak >= self.cfg.correct_intervals
+                st.narrow_streak = if narrower.is_some() {
+                    st.narrow_streak.saturating_add(1)
+                } else {
+                    0
+                };
+                let due = |streak: u32| {
+                    streak >= self.cfg.correct_intervals
                         && d.moves < self.cfg.max_moves_per_interval
-                    {
+                };
+                if let Some(choice) = wider {
+                    if due(st.outgrown_streak) {
                         self.rehome_wider(d, i, choice);
+                    }
+                    continue;
+                }
+                if let Some(choice) = narrower {
+                    if due(st.narrow_streak) {
+                        self.rehome_narrower(d, i, choice);
                     }
                     continue;
                 }
@@ -138,6 +159,53 @@ impl HomenodePolicy {
             .filter(|c| cpus(&c.nodes) > have)
     }
 
+    /// The part of `i`'s home set that step 2 would give it now, if its busy threads fit
+    /// fewer of the set's nodes and it last moved at least `min_dwell_s` ago.
+    fn narrowed(&self, d: &Decision<'_, '_>, i: usize) -> Option<HomeChoice> {
+        let p = &d.procs[i];
+        if p.leave_alone || d.touched[i] || !self.significant(p) {
+            return None;
+        }
+        let h = d.homes[i].as_deref().filter(|h| h.len() > 1)?;
+        let cpus = |nodes: &[NodeId]| nodes.iter().map(|&n| p.node_cpus[n]).sum::<usize>();
+        let largest = h.iter().map(|&n| p.node_cpus[n]).max().unwrap_or(0);
+        if p.width as usize > largest {
+            return None;
+        }
+        let st = self.procs.get(&p.pid)?;
+        let now = d.snap.now_ns;
+        let dwelt = |t: Option<u64>| {
+            t.is_none_or(|t| (now.saturating_sub(t) as f64) >= self.cfg.min_dwell_s * 1e9)
+        };
+        if !dwelt(st.last_move_ns) || !dwelt(st.corrected_ns) {
+            return None;
+        }
+        let mut base = d.model.clone();
+        base.apply(d.snap.topo, p, Some(h), -1.0);
+        self.choose_home(d.snap.topo, &d.m, p, &base).filter(|c| {
+            c.nodes.len() < h.len()
+                && c.nodes.iter().all(|n| h.contains(n))
+                && cpus(&c.nodes) >= p.width as usize
+        })
+    }
+
+    /// Gives `i` the narrower home `choice`, a part of its home set (its busy threads fit it).
+    fn rehome_narrower(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
+        let p = &d.procs[i];
+        let h = d.homes[i].clone().unwrap_or_default();
+        let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
+        let reason = format!(
+            "correct: pid {} ({}) has {} busy threads, which fit a part of its home {} ({have} CPUs), for {} decisions in a row, min_dwell_s after its last move; {}",
+            p.pid,
+            comm(d.snap, p),
+            p.width,
+            fmt_home(&h),
+            self.cfg.correct_intervals,
+            choice.reason,
+        );
+        self.correct_to(d, i, choice.nodes, reason);
+    }
+
     /// Gives `i` the wider home `choice` (its busy threads outgrew its home).
     fn rehome_wider(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
         let p = &d.procs[i];
@@ -197,6 +265,7 @@ impl HomenodePolicy {
         st.homed_at(now);
         st.corrected_ns = Some(now);
         st.outgrown_streak = 0;
+        st.narrow_streak = 0;
         st.wrong_target = None;
         st.wrong_streak = 0;
         d.homes[i] = Some(nodes);

@@ -15,7 +15,8 @@
 //!    2b. *Correct*: a home that is clearly wrong (nearly all of the memory on another node
 //!    that would be its first home now, or fewer CPUs than the process has busy threads when
 //!    a wider home exists now, for `correct_intervals` decisions) is corrected without
-//!    waiting out `min_dwell_s` (`correct.rs`).
+//!    waiting out `min_dwell_s`; a home set whose process's busy threads now fit a part of
+//!    it is narrowed to that part once `min_dwell_s` is over (`correct.rs`).
 //! 3. *Rebalance*: when the same node has been the busiest, its load above another's by
 //!    `imbalance_pct` (and above `consolidate_below`), for `imbalance_intervals` decisions in
 //!    a row, move the single-node process with the best score (load taken off the imbalance
@@ -92,6 +93,8 @@ struct PidState {
     corrected_ns: Option<u64>,
     /// Decisions in a row in which its busy threads outnumbered its home's CPUs (step 2b).
     outgrown_streak: u32,
+    /// Decisions in a row in which its busy threads fit a part of its home set (step 2b).
+    narrow_streak: u32,
     /// When the rebalancer last moved it (step 3): step 2b does not undo such a move.
     rebalanced_ns: Option<u64>,
     /// Its memory outside its home as last seen, to tell whether the kernel's NUMA balancing

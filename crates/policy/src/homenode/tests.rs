@@ -1681,3 +1681,42 @@ fn a_home_outgrown_by_its_threads_is_widened() {
         assert_eq!(set_homes(&a), 0, "decision {s}: {a:#?}");
     }
 }
+
+/// The widening's counterpart: once the parallel phase is over, a home set whose process's
+/// busy threads fit one of its nodes is narrowed to the node step 2 would give it, but only
+/// after `min_dwell_s` (a set is not clearly wrong) and for `correct_intervals` decisions.
+#[test]
+fn a_home_set_the_threads_no_longer_need_is_narrowed_after_the_dwell() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut pol = HomenodePolicy::default();
+    pol.decide(&snap(&t, 0, vec![proc(&t, 1, 1.0, 1, 0, &[GIB, 0])]));
+    let mut grown = homed(proc(&t, 1, 4.0, 8, 0, &[GIB, 0]), &[0]);
+    grown.cpu_wait = Some(3.6);
+    pol.decide(&snap(&t, 1, vec![grown.clone()]));
+    let a = pol.decide(&snap(&t, 2, vec![grown]));
+    let mut wide = homes(&a)[0].1.clone();
+    wide.sort_unstable();
+    assert_eq!(wide, vec![0, 1], "widened first: {a:#?}");
+    // Two busy threads again, most of the memory on node 0 and some on node 1.
+    let mut narrow = homed(proc(&t, 1, 2.0, 8, 0, &[GIB, GIB / 4]), &wide);
+    narrow.node_runtime = vec![0.5, 0.5];
+    for s in (3..60).step_by(4).chain([61]) {
+        let a = pol.decide(&snap(&t, s, vec![narrow.clone()]));
+        assert_eq!(set_homes(&a), 0, "within the dwell, at {s} s: {a:#?}");
+    }
+    let a = pol.decide(&snap(&t, 62, vec![narrow.clone()]));
+    assert_eq!(set_homes(&a), 0, "one decision is not enough: {a:#?}");
+    let a = pol.decide(&snap(&t, 63, vec![narrow.clone()]));
+    assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
+    let r = first_home_reason(&a);
+    assert!(
+        r.starts_with("correct: pid 1 (pid1) has 2 busy threads, which fit a part of its home nodes 0,1 (8 CPUs), for 2 decisions in a row, min_dwell_s after its last move; home node 0: 80% of its 1.2 GiB is there"),
+        "{r}"
+    );
+    // Narrowed, it stays: the memory left on node 1 is step 4's to bring home.
+    let single = homed(proc(&t, 1, 2.0, 8, 0, &[GIB, GIB / 4]), &[0]);
+    for s in 64..68 {
+        let a = pol.decide(&snap(&t, s, vec![single.clone()]));
+        assert_eq!(set_homes(&a), 0, "decision {s}: {a:#?}");
+    }
+}

@@ -498,6 +498,54 @@ fn workload_notes_list_what_placement_held_back() {
     assert!(v["placement"].get("notes").is_none(), "{v}");
 }
 
+/// The repository's `parallel-phase.toml` through the simulator's placement layer: a home set
+/// for its eight threads, narrowed to one node once one thread is left and `min_dwell_s` is
+/// over (PLACEMENT.md, step 2b), and not before.
+#[test]
+fn workload_home_set_is_narrowed_after_the_parallel_phase() {
+    let f = format!(
+        "{}/../../workloads/parallel-phase.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = ok(&[
+        "sim",
+        "workload",
+        &f,
+        "--machine",
+        "azusa16",
+        "--sched",
+        "linux",
+        "--placement",
+        "homenode:min_rss_mib=1,min_cpu=0.3,interval_s=1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let homes: Vec<(f64, Vec<u64>, String)> = v["placement"]["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["action"]["action"] == "set_home")
+        .map(|a| {
+            let nodes = a["action"]["nodes"].as_array().expect("nodes");
+            (
+                a["at_s"].as_f64().expect("time"),
+                nodes.iter().map(|n| n.as_u64().expect("node")).collect(),
+                a["action"]["reason"].as_str().expect("reason").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(homes.len(), 2, "{v}");
+    assert_eq!(homes[0].1.len(), 2, "a home set first: {v}");
+    let (at, nodes, why) = &homes[1];
+    assert_eq!(nodes.len(), 1, "{v}");
+    assert!(homes[0].1.contains(&nodes[0]), "a part of the set: {v}");
+    assert!(*at >= homes[0].0 + 60.0, "not before min_dwell_s: {v}");
+    assert!(
+        why.contains("1 thread busy, which fits a part of its home"),
+        "{why}"
+    );
+}
+
 #[test]
 fn closed_stdout_is_not_a_panic() {
     // `homenode machines azusa16 | head -1`: the reader goes away; the command must not panic.

@@ -34,7 +34,7 @@
 
 use topo::NodeId;
 
-use super::homes::HomeChoice;
+use super::homes::{HomeChoice, threads};
 use super::{Decision, HomenodePolicy, comm};
 use crate::action::Action;
 use crate::common::{fmt_bytes, fmt_home, fmt_nodes, pct};
@@ -194,11 +194,12 @@ impl HomenodePolicy {
         let p = &d.procs[i];
         let h = d.homes[i].clone().unwrap_or_default();
         let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
+        let fit = if p.width == 1 { "fits" } else { "fit" };
         let reason = format!(
-            "correct: pid {} ({}) has {} busy threads, which fit a part of its home {} ({have} CPUs), for {} decisions in a row, min_dwell_s after its last move; {}",
+            "correct: pid {} ({}) has {} busy, which {fit} a part of its home {} ({have} CPUs), for {} decisions in a row, min_dwell_s after its last move; {}",
             p.pid,
             comm(d.snap, p),
-            p.width,
+            threads(p.width),
             fmt_home(&h),
             self.cfg.correct_intervals,
             choice.reason,

@@ -171,7 +171,7 @@ impl HomenodePolicy {
 }
 
 /// "1 thread", "4 threads".
-fn threads(w: u32) -> String {
+pub(super) fn threads(w: u32) -> String {
     if w == 1 {
         "1 thread".to_string()
     } else {

@@ -1710,7 +1710,7 @@ fn a_home_set_the_threads_no_longer_need_is_narrowed_after_the_dwell() {
     assert_eq!(homes(&a), vec![(1, vec![0])], "{a:#?}");
     let r = first_home_reason(&a);
     assert!(
-        r.starts_with("correct: pid 1 (pid1) has 2 busy threads, which fit a part of its home nodes 0,1 (8 CPUs), for 2 decisions in a row, min_dwell_s after its last move; home node 0: 80% of its 1.2 GiB is there"),
+        r.starts_with("correct: pid 1 (pid1) has 2 threads busy, which fit a part of its home nodes 0,1 (8 CPUs), for 2 decisions in a row, min_dwell_s after its last move; home node 0: 80% of its 1.2 GiB is there"),
         "{r}"
     );
     // Narrowed, it stays: the memory left on node 1 is step 4's to bring home.

@@ -9,11 +9,13 @@
 //!    handled events per CPU second and the CPU seconds per run.
 //! 2. **Scaling**: numa_test with 8 tasks per CPU, no hackbench, on synthetic machines of 16
 //!    nodes (`nodes=16,cpus-per-node=C`) from 64 CPUs up to `ENGINE_BENCH_MAX_CPUS` (default
-//!    256; 1024 takes hours today), for o1 and linux: CPU seconds per simulated second, the
-//!    growth per doubling of the machine, and the process's peak resident memory after the
-//!    run. `ENGINE_BENCH_PASSES` (default 20) sets numa_test's passes, so the simulated time.
-//!    Each machine runs with every contention refresh period in `ENGINE_BENCH_PERIODS`
-//!    (default `0,1ms`; docs/MODEL.md §4).
+//!    256; 1024 costs about 40 CPU s a run under `linux` over a simulated minute), for o1 and
+//!    linux: CPU seconds per simulated second (the median of `ENGINE_BENCH_SCALE_REPS` runs,
+//!    default 1, with their range), the growth per doubling of the machine, and the
+//!    process's peak resident memory after the machine's runs (the machines grow, so it is
+//!    the largest one's). `ENGINE_BENCH_PASSES` (default 20) sets numa_test's passes, so the
+//!    simulated time (300: about a minute, the regime). Each machine runs with every
+//!    contention refresh period in `ENGINE_BENCH_PERIODS` (default `0,1ms`; docs/MODEL.md §4).
 //!
 //! `ENGINE_BENCH_PART=1` or `=2` runs one part only.
 
@@ -88,23 +90,44 @@ fn per_event(reps: usize) {
     }
 }
 
-fn scaling(max_cpus: usize, passes: u32, periods: &str) {
+/// The sweep's settings: machine sizes, numa_test's passes, runs per size.
+struct Sweep {
+    max_cpus: usize,
+    passes: u32,
+    reps: usize,
+}
+
+fn scaling(sweep: &Sweep, periods: &str) {
+    let Sweep { passes, reps, .. } = *sweep;
     println!(
-        "part 2: numa_test, 8 tasks per CPU, no hackbench, {passes} passes, nodes=16, one run each"
+        "part 2: numa_test, 8 tasks per CPU, no hackbench, {passes} passes, nodes=16, median of {reps} run(s) each"
     );
     println!(
-        "  {:<8} {:>7} {:>6} {:>10} {:>12} {:>14} {:>10} {:>10}",
-        "sched", "period", "CPUs", "events", "simulated s", "CPU s per sim s", "growth", "peak MiB"
+        "  {:<8} {:>7} {:>6} {:>10} {:>12} {:>15} {:>17} {:>8} {:>9}",
+        "sched",
+        "period",
+        "CPUs",
+        "events",
+        "simulated s",
+        "CPU s per sim s",
+        "range",
+        "growth",
+        "peak MiB"
     );
     for period in periods.split(',') {
         let ns = sim::sched::parse_duration(period).expect("ENGINE_BENCH_PERIODS: durations");
         for name in ["o1", "linux"] {
-            scaling_sweep(name, period, ns, max_cpus, passes);
+            scaling_sweep(name, period, ns, sweep);
         }
     }
 }
 
-fn scaling_sweep(name: &str, period: &str, period_ns: u64, max_cpus: usize, passes: u32) {
+fn scaling_sweep(name: &str, period: &str, period_ns: u64, sweep: &Sweep) {
+    let Sweep {
+        max_cpus,
+        passes,
+        reps,
+    } = *sweep;
     let spec = SchedSpec::parse(name).expect("spec");
     let mut prev: Option<f64> = None;
     let mut cpus_per_node = 4;
@@ -119,17 +142,29 @@ fn scaling_sweep(name: &str, period: &str, period_ns: u64, max_cpus: usize, pass
             contention_period: period_ns,
             ..Default::default()
         };
-        let (r, cpu) =
-            cpu_timed(|| run_one(&topo, &spec, &params, run_seed(1, tasks, 0)).expect("run"));
+        // The same seed every time: the runs are identical, only their cost varies.
+        let mut costs = Vec::with_capacity(reps);
+        let mut last = None;
+        for _ in 0..reps.max(1) {
+            let (r, cpu) =
+                cpu_timed(|| run_one(&topo, &spec, &params, run_seed(1, tasks, 0)).expect("run"));
+            costs.push(cpu / (r.end_ns as f64 / 1e9).max(1e-9));
+            last = Some(r);
+        }
+        let r = last.expect("at least one run");
         let sim_s = r.end_ns as f64 / 1e9;
-        let per_sim_s = cpu / sim_s.max(1e-9);
+        let (lo, hi) = costs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &c| {
+            (lo.min(c), hi.max(c))
+        });
+        let per_sim_s = median(costs);
         let growth = prev.map_or(String::new(), |p| format!("{:.2}x", per_sim_s / p));
         println!(
-            "  {name:<8} {period:>7} {:>6} {:>10} {:>12.1} {:>14.4} {:>10} {:>10.0}",
+            "  {name:<8} {period:>7} {:>6} {:>10} {:>12.1} {:>15.4} {:>17} {:>8} {:>9.0}",
             topo.nr_cpus(),
             r.events,
             sim_s,
             per_sim_s,
+            format!("{lo:.4}-{hi:.4}"),
             growth,
             process_cost().1
         );
@@ -144,10 +179,11 @@ fn main() {
         per_event(env_or("ENGINE_BENCH_REPS", 5));
     }
     if part != 1 {
-        scaling(
-            env_or("ENGINE_BENCH_MAX_CPUS", 256),
-            env_or("ENGINE_BENCH_PASSES", 20),
-            &env_or("ENGINE_BENCH_PERIODS", "0,1ms".to_string()),
-        );
+        let sweep = Sweep {
+            max_cpus: env_or("ENGINE_BENCH_MAX_CPUS", 256),
+            passes: env_or("ENGINE_BENCH_PASSES", 20),
+            reps: env_or("ENGINE_BENCH_SCALE_REPS", 1),
+        };
+        scaling(&sweep, &env_or("ENGINE_BENCH_PERIODS", "0,1ms".to_string()));
     }
 }

@@ -453,17 +453,12 @@ fn workload_runs_a_file() {
     assert!(v["counters"]["wakeups"].as_u64() > Some(0), "{v}");
 }
 
-/// `--notes` lists what the placement's decisions held back: in the repository's
-/// shared-writer workload one process grows to eight threads on its one-node home, an
-/// imbalance that no process may correct (the text after the actions, and `notes` in JSON
-/// only when asked for).
-#[test]
-fn workload_notes_list_what_placement_held_back() {
-    let f = format!(
-        "{}/../../workloads/shared-writer.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let args = [
+/// The arguments that run the repository's workload `file` on azusa16 under `linux` with
+/// homenode placement for small processes, deciding every `interval_s`.
+fn placed_workload(file: &str, interval_s: &str) -> Vec<String> {
+    let f = format!("{}/../../workloads/{file}", env!("CARGO_MANIFEST_DIR"));
+    let placement = format!("homenode:min_rss_mib=1,min_cpu=0.3,interval_s={interval_s}");
+    [
         "sim",
         "workload",
         &f,
@@ -471,9 +466,21 @@ fn workload_notes_list_what_placement_held_back() {
         "azusa16",
         "--sched",
         "linux",
-        "--placement",
-        "homenode:min_rss_mib=1,min_cpu=0.3,interval_s=0.1",
-    ];
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(["--placement".to_string(), placement])
+    .collect()
+}
+
+/// `--notes` lists what the placement's decisions held back: in the repository's
+/// shared-writer workload one process grows to eight threads on its one-node home, an
+/// imbalance that no process may correct (the text after the actions, and `notes` in JSON
+/// only when asked for).
+#[test]
+fn workload_notes_list_what_placement_held_back() {
+    let owned = placed_workload("shared-writer.toml", "0.1");
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let plain = ok(&args);
     assert!(!plain.contains("held back"), "{plain}");
     let mut with = args.to_vec();
@@ -503,22 +510,9 @@ fn workload_notes_list_what_placement_held_back() {
 /// over (PLACEMENT.md, step 2b), and not before.
 #[test]
 fn workload_home_set_is_narrowed_after_the_parallel_phase() {
-    let f = format!(
-        "{}/../../workloads/parallel-phase.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let out = ok(&[
-        "sim",
-        "workload",
-        &f,
-        "--machine",
-        "azusa16",
-        "--sched",
-        "linux",
-        "--placement",
-        "homenode:min_rss_mib=1,min_cpu=0.3,interval_s=1",
-        "--json",
-    ]);
+    let mut owned = placed_workload("parallel-phase.toml", "1");
+    owned.push("--json".into());
+    let out = ok(&owned.iter().map(String::as_str).collect::<Vec<_>>());
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let homes: Vec<(f64, Vec<u64>, String)> = v["placement"]["actions"]
         .as_array()

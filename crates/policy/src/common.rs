@@ -190,6 +190,11 @@ impl Proc {
         best
     }
 
+    /// How many of its allowed CPUs the nodes in `home` have.
+    pub fn cpu_count_of(&self, home: &[NodeId]) -> usize {
+        home.iter().map(|&n| self.node_cpus[n]).sum()
+    }
+
     /// Allowed CPUs of the nodes in `home`.
     pub fn cpus_of(&self, topo: &Topology, home: &[NodeId], allowed_cpus: &CpuSet) -> CpuSet {
         home.iter().fold(CpuSet::new(), |acc, &n| {

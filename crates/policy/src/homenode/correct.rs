@@ -63,13 +63,13 @@ impl HomenodePolicy {
                 };
                 if let Some(choice) = wider {
                     if due(st.outgrown_streak) {
-                        self.rehome_wider(d, i, choice);
+                        self.rehome_for_width(d, i, choice);
                     }
                     continue;
                 }
                 if let Some(choice) = narrower {
                     if due(st.narrow_streak) {
-                        self.rehome_narrower(d, i, choice);
+                        self.rehome_for_width(d, i, choice);
                     }
                     continue;
                 }
@@ -140,8 +140,7 @@ impl HomenodePolicy {
             return None;
         }
         let h = d.homes[i].as_deref()?;
-        let cpus = |nodes: &[NodeId]| nodes.iter().map(|&n| p.node_cpus[n]).sum::<usize>();
-        let have = cpus(h);
+        let have = p.cpu_count_of(h);
         if p.width as usize <= have {
             return None;
         }
@@ -156,7 +155,7 @@ impl HomenodePolicy {
         let mut base = d.model.clone();
         base.apply(d.snap.topo, p, Some(h), -1.0);
         self.choose_home(d.snap.topo, &d.m, p, &base)
-            .filter(|c| cpus(&c.nodes) > have)
+            .filter(|c| p.cpu_count_of(&c.nodes) > have)
     }
 
     /// The part of `i`'s home set that step 2 would give it now, if its busy threads fit
@@ -167,7 +166,6 @@ impl HomenodePolicy {
             return None;
         }
         let h = d.homes[i].as_deref().filter(|h| h.len() > 1)?;
-        let cpus = |nodes: &[NodeId]| nodes.iter().map(|&n| p.node_cpus[n]).sum::<usize>();
         let largest = h.iter().map(|&n| p.node_cpus[n]).max().unwrap_or(0);
         if p.width as usize > largest {
             return None;
@@ -185,42 +183,33 @@ impl HomenodePolicy {
         self.choose_home(d.snap.topo, &d.m, p, &base).filter(|c| {
             c.nodes.len() < h.len()
                 && c.nodes.iter().all(|n| h.contains(n))
-                && cpus(&c.nodes) >= p.width as usize
+                && p.cpu_count_of(&c.nodes) >= p.width as usize
         })
     }
 
-    /// Gives `i` the narrower home `choice`, a part of its home set (its busy threads fit it).
-    fn rehome_narrower(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
+    /// Gives `i` the home `choice` for its width: wider when its busy threads outgrew its
+    /// home, a part of its home set when they fit one.
+    fn rehome_for_width(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
         let p = &d.procs[i];
         let h = d.homes[i].clone().unwrap_or_default();
-        let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
-        let fit = if p.width == 1 { "fits" } else { "fit" };
-        let reason = format!(
-            "correct: pid {} ({}) has {} busy, which {fit} a part of its home {} ({have} CPUs), for {} decisions in a row, min_dwell_s after its last move; {}",
-            p.pid,
-            comm(d.snap, p),
-            threads(p.width),
-            fmt_home(&h),
-            self.cfg.correct_intervals,
-            choice.reason,
-        );
-        self.correct_to(d, i, choice.nodes, reason);
-    }
-
-    /// Gives `i` the wider home `choice` (its busy threads outgrew its home).
-    fn rehome_wider(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
-        let p = &d.procs[i];
-        let h = d.homes[i].clone().unwrap_or_default();
-        let have: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
-        let reason = format!(
-            "correct: pid {} ({}) has {} busy threads, more than the {have} CPUs of its home {}, for {} decisions in a row (without waiting out min_dwell_s); {}",
-            p.pid,
-            comm(d.snap, p),
-            p.width,
-            fmt_home(&h),
-            self.cfg.correct_intervals,
-            choice.reason,
-        );
+        let have = p.cpu_count_of(&h);
+        let (pid, comm, n) = (p.pid, comm(d.snap, p), self.cfg.correct_intervals);
+        let reason = if p.width as usize > have {
+            format!(
+                "correct: pid {pid} ({comm}) has {} busy threads, more than the {have} CPUs of its home {}, for {n} decisions in a row (without waiting out min_dwell_s); {}",
+                p.width,
+                fmt_home(&h),
+                choice.reason,
+            )
+        } else {
+            let fit = if p.width == 1 { "fits" } else { "fit" };
+            format!(
+                "correct: pid {pid} ({comm}) has {} busy, which {fit} a part of its home {} ({have} CPUs), for {n} decisions in a row, min_dwell_s after its last move; {}",
+                threads(p.width),
+                fmt_home(&h),
+                choice.reason,
+            )
+        };
         self.correct_to(d, i, choice.nodes, reason);
     }
 

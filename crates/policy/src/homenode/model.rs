@@ -92,7 +92,7 @@ impl Model {
     pub(super) fn apply(&mut self, topo: &Topology, p: &Proc, home: Option<&[NodeId]>, sign: f64) {
         match home {
             Some(h) if !h.is_empty() => {
-                let total: usize = h.iter().map(|&n| p.node_cpus[n]).sum();
+                let total = p.cpu_count_of(h);
                 for &n in h {
                     let w = if total > 0 {
                         p.node_cpus[n] as f64 / total as f64

@@ -194,6 +194,17 @@ pub fn run(a: RunArgs) -> Result<()> {
                 summary.overruns
             );
         }
+        let mut v = summary.look_cpu_s.clone();
+        v.sort_by(f64::total_cmp);
+        if let Some(&max) = v.last() {
+            eprintln!(
+                "daemon CPU per first look: median {:.3} ms, max {:.3} ms over {} looks ({} found a new candidate)",
+                v[v.len() / 2] * 1e3,
+                max * 1e3,
+                v.len(),
+                summary.looks_placing
+            );
+        }
     }
     Ok(())
 }

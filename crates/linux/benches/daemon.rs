@@ -11,6 +11,11 @@
 //! - `all candidates`: `candidate_min_cpu = 0`, so every process gets the full pass
 //!   (threads, cgroup, numa_maps): the worst case, as if every process were busy.
 //!
+//! After each interval it takes the first looks the loop would take before the next one (3 at
+//! the defaults: every 0.5 s of a 2 s interval) and reports their CPU time too. No process is
+//! new during the bench, so a look lists `/proc` and reads nothing more: the cost of a quiet
+//! host.
+//!
 //! `DAEMON_BENCH_CASE=default` (or `all`) runs one case only, for profiling.
 
 use std::process::{Child, Command, Stdio};
@@ -57,7 +62,12 @@ fn measure(name: &str, cfg: DaemonConfig, intervals: usize) {
     let mut d = Daemon::start(cfg).expect("daemon start");
     let mut cpu = Vec::new();
     let mut sampling = Vec::new();
+    let mut looks = Vec::new();
     let mut seen = (0, 0);
+    // First looks per interval, as the loop takes them at the defaults (0.5 s in 2 s).
+    let per_interval = d.first_look_every().map_or(0, |e| {
+        ((d.config().placement.interval_s / e.as_secs_f64()).ceil() as usize).saturating_sub(1)
+    });
     for i in 0..intervals {
         let r = d.interval().expect("interval");
         // The first interval has no rates yet (no candidates): not counted.
@@ -66,6 +76,12 @@ fn measure(name: &str, cfg: DaemonConfig, intervals: usize) {
             sampling.push(r.sample_cpu_s);
         }
         seen = (r.light_read, r.candidates);
+        for _ in 0..per_interval {
+            std::thread::sleep(Duration::from_millis(50));
+            let c0 = linux::daemon::thread_cpu_s();
+            d.look().expect("look");
+            looks.push(linux::daemon::thread_cpu_s() - c0);
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     cpu.sort_by(f64::total_cmp);
@@ -84,6 +100,17 @@ fn measure(name: &str, cfg: DaemonConfig, intervals: usize) {
         max * 1e3,
         mean / 2.0 * 100.0
     );
+    if !looks.is_empty() {
+        looks.sort_by(f64::total_cmp);
+        let med = looks[looks.len() / 2];
+        let mean_look = looks.iter().sum::<f64>() / looks.len() as f64;
+        println!(
+            "{name:<15} first looks (no new process): {per_interval} per interval, CPU per look median {:>6.2} ms, max {:>6.2} ms; interval and looks at 2 s (mean) {:.3}% of one CPU",
+            med * 1e3,
+            looks[looks.len() - 1] * 1e3,
+            (mean + per_interval as f64 * mean_look) / 2.0 * 100.0
+        );
+    }
 }
 
 fn main() {

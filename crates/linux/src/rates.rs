@@ -85,6 +85,18 @@ pub struct Rates {
     pub exited: usize,
 }
 
+impl Rates {
+    /// No rates: every process read is new.
+    pub fn none() -> Rates {
+        Rates {
+            elapsed_s: 0.0,
+            processes: Vec::new(),
+            new: Vec::new(),
+            exited: 0,
+        }
+    }
+}
+
 /// Rates between `earlier` and `later`, over the time between their
 /// [`taken_at`](ScanResult::taken_at); `ticks_per_second` is
 /// [`clock_ticks_per_second`](crate::sample::clock_ticks_per_second).

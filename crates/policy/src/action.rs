@@ -64,6 +64,14 @@ impl Action {
         }
     }
 
+    /// The bytes a `MoveMemory` asks to move (0 for the other actions).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Action::MoveMemory { bytes, .. } => *bytes,
+            _ => 0,
+        }
+    }
+
     pub fn reason(&self) -> &str {
         match self {
             Action::SetHome { reason, .. }

@@ -71,6 +71,12 @@ pub struct HomenodeConfig {
     /// default), every significant process without one gets one in the decision that first
     /// sees it.
     pub max_new_homes_per_interval: Option<u32>,
+    /// Between two decisions, a quick look every this many seconds gives a home to processes
+    /// first seen since the last decision, and does nothing else (a *first look*, docs/
+    /// PLACEMENT.md); 0 turns it off. The default is half the kernel's NUMA scan delay
+    /// (`numa_balancing_scan_delay_ms`, 1000): a process seen at one look and significant at
+    /// the next is still homed before the kernel first scans it.
+    pub first_look_s: f64,
     /// Cost unit of a rebalancing move, MiB: a move's score is the load it takes off the
     /// imbalance divided by (1 + bytes it would have to migrate / this).
     pub move_cost_mib: u64,
@@ -123,6 +129,7 @@ impl Default for HomenodeConfig {
             min_dwell_s: 60.0,
             max_moves_per_interval: 1,
             max_new_homes_per_interval: None,
+            first_look_s: 0.5,
             move_cost_mib: 1024,
             move_rate_mib_s: 1280,
             batch_mib: 32,
@@ -207,6 +214,7 @@ impl HomenodeConfig {
             ("min_dwell_s", self.min_dwell_s),
             ("move_retry_s", self.move_retry_s),
             ("release_after_s", self.release_after_s),
+            ("first_look_s", self.first_look_s),
         ] {
             check(finite_nonneg(v), key, v, "must be a number of seconds >= 0")?;
         }

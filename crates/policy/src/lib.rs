@@ -45,6 +45,18 @@ pub trait NodePolicy {
     fn notes(&self) -> &[String] {
         &[]
     }
+    /// How often the mechanism should offer a *first look* ([`NodePolicy::first_look`])
+    /// between two decisions, ns; `None` (the default): never.
+    fn first_look_every_ns(&self) -> Option<u64> {
+        None
+    }
+    /// A quick look between two decisions, with a snapshot covering the time since the last
+    /// decision or look: the policy may place processes it has not seen at a decision, and
+    /// does nothing else (its other steps count decisions). [`NodePolicy::notes`] then holds
+    /// this look's notes.
+    fn first_look(&mut self, _snap: &Snapshot<'_>) -> Vec<Action> {
+        Vec::new()
+    }
 }
 
 /// The policy that never acts (the kernel alone decides placement).

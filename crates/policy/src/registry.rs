@@ -47,6 +47,7 @@ pub static POLICIES: &[PolicyEntry] = &[
             "min_dwell_s",
             "max_moves_per_interval",
             "max_new_homes_per_interval",
+            "first_look_s",
             "move_cost_mib",
             "move_rate_mib_s",
             "batch_mib",

@@ -150,6 +150,8 @@ impl std::fmt::Display for PlacementSpec {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlacementStats {
     pub decisions: u64,
+    /// First looks between decisions ([`NodePolicy::first_look`]).
+    pub looks: u64,
     pub set_home: u64,
     pub clear_home: u64,
     /// `SetSlice` actions applied (their slices take effect under the `linux` model only).
@@ -169,14 +171,28 @@ struct Prev {
     tasks: BTreeMap<TaskId, (f64, Vec<f64>, Ns)>,
 }
 
+/// Counters at one observation (a decision or a first look), and when it was taken.
+#[derive(Clone, Debug, Default)]
+struct Observed {
+    at: Ns,
+    procs: BTreeMap<usize, Prev>,
+    busy: Vec<Ns>,
+}
+
 /// The placement layer of one run.
 pub struct Placement {
     policy: Box<dyn NodePolicy + Send>,
     pub interval: Ns,
     /// Time of the next decision.
     pub next: Ns,
-    prev: BTreeMap<usize, Prev>,
-    prev_busy: Vec<Ns>,
+    /// How often the policy wants a first look between decisions, and when the next is.
+    look_every: Option<Ns>,
+    next_look: Option<Ns>,
+    /// Counters at the last decision (a decision's figures cover `interval`).
+    prev: Observed,
+    /// Counters at the last decision or first look (a look's figures cover the time since),
+    /// kept only when the policy looks.
+    last_seen: Observed,
     original: BTreeMap<usize, CpuSet>,
     homes: BTreeMap<usize, Vec<NodeId>>,
     /// The slice asked for each process (`SetSlice`), as the daemon remembers what it set.
@@ -186,12 +202,15 @@ pub struct Placement {
 
 impl Placement {
     pub fn new(policy: Box<dyn NodePolicy + Send>, interval: Ns) -> Placement {
+        let look_every = policy.first_look_every_ns().map(|e| e.max(1));
         Placement {
             policy,
             interval: interval.max(1),
             next: interval.max(1),
-            prev: BTreeMap::new(),
-            prev_busy: Vec::new(),
+            look_every,
+            next_look: look_every,
+            prev: Observed::default(),
+            last_seen: Observed::default(),
             original: BTreeMap::new(),
             homes: BTreeMap::new(),
             slices: BTreeMap::new(),
@@ -199,27 +218,70 @@ impl Placement {
         }
     }
 
-    /// One decision at `k.now`: observe, decide, apply.
-    pub fn decide(&mut self, k: &mut Kernel, sched: &dyn CpuScheduler) {
-        for cpu in 0..k.rqs.len() {
-            if let Some(t) = k.rqs[cpu].curr {
-                k.settle(t);
-            }
+    /// When the next decision or first look is due.
+    pub fn due(&self) -> Ns {
+        self.next_look
+            .filter(|&l| l < self.next)
+            .unwrap_or(self.next)
+    }
+
+    /// The decision or first look due at `k.now` ([`Placement::due`]).
+    pub fn run_due(&mut self, k: &mut Kernel, sched: &dyn CpuScheduler) {
+        if self.next_look.is_some_and(|l| l < self.next) {
+            self.look(k, sched);
+        } else {
+            self.decide(k, sched);
         }
-        let snap_procs = self.observe(k, sched);
-        let nodes = self.nodes(k);
-        let interval = self.interval;
+    }
+
+    /// One decision at `k.now`: observe over the interval, decide, apply.
+    pub fn decide(&mut self, k: &mut Kernel, sched: &dyn CpuScheduler) {
+        let base = std::mem::take(&mut self.prev);
+        let (snap_procs, nodes, seen) = self.observe(k, sched, &base, self.interval);
+        if self.look_every.is_some() {
+            self.last_seen = seen.clone();
+        }
+        self.prev = seen;
         let topo = k.topo.clone();
         let snap = Snapshot {
             topo: &topo,
             now_ns: k.now,
-            interval_ns: interval,
+            interval_ns: self.interval,
             nodes,
             processes: snap_procs,
             numa_balancing: sched.numa_balancing(),
         };
         let actions = self.policy.decide(&snap);
         self.stats.decisions += 1;
+        self.apply_all(k, actions);
+        self.next = k.now + self.interval;
+        self.next_look = self.look_every.map(|e| k.now + e);
+    }
+
+    /// A first look at `k.now`: observe since the last decision or look, and apply what the
+    /// policy's look gives (homes for processes new since the last decision).
+    fn look(&mut self, k: &mut Kernel, sched: &dyn CpuScheduler) {
+        let base = std::mem::take(&mut self.last_seen);
+        let span = k.now.saturating_sub(base.at).max(1);
+        let (snap_procs, nodes, seen) = self.observe(k, sched, &base, span);
+        self.last_seen = seen;
+        let topo = k.topo.clone();
+        let snap = Snapshot {
+            topo: &topo,
+            now_ns: k.now,
+            interval_ns: span,
+            nodes,
+            processes: snap_procs,
+            numa_balancing: sched.numa_balancing(),
+        };
+        let actions = self.policy.first_look(&snap);
+        self.stats.looks += 1;
+        self.apply_all(k, actions);
+        self.next_look = self.look_every.map(|e| k.now + e);
+    }
+
+    /// Applies and logs one decision's or look's actions, with its notes.
+    fn apply_all(&mut self, k: &mut Kernel, actions: Vec<Action>) {
         let now = k.now;
         self.stats
             .notes
@@ -228,14 +290,43 @@ impl Placement {
             self.apply(k, &a);
             self.stats.log.push((k.now, a));
         }
-        self.next = k.now + self.interval;
     }
 
-    fn observe(&mut self, k: &Kernel, sched: &dyn CpuScheduler) -> Vec<ProcessView> {
+    /// The processes and nodes as seen now, over the `interval` since the counters `base`,
+    /// and the counters now.
+    fn observe(
+        &mut self,
+        k: &mut Kernel,
+        sched: &dyn CpuScheduler,
+        base: &Observed,
+        interval: Ns,
+    ) -> (Vec<ProcessView>, Vec<NodeView>, Observed) {
+        for cpu in 0..k.rqs.len() {
+            if let Some(t) = k.rqs[cpu].curr {
+                k.settle(t);
+            }
+        }
+        let (procs, seen) = self.processes(k, sched, &base.procs, interval);
+        let (nodes, busy) = nodes(k, &base.busy, interval);
+        let now = Observed {
+            at: k.now,
+            procs: seen,
+            busy,
+        };
+        (procs, nodes, now)
+    }
+
+    fn processes(
+        &mut self,
+        k: &Kernel,
+        sched: &dyn CpuScheduler,
+        base: &BTreeMap<usize, Prev>,
+        interval: Ns,
+    ) -> (Vec<ProcessView>, BTreeMap<usize, Prev>) {
         let n = k.topo.nr_nodes();
         // A task born during the interval is measured over its own life, as the daemon
         // measures a process it sees for the first time (CPU time over its age).
-        let span = |created: Ns| k.now.saturating_sub(created).clamp(1, self.interval) as f64;
+        let span = |created: Ns| k.now.saturating_sub(created).clamp(1, interval) as f64;
         let mut out = Vec::new();
         let mut seen = BTreeMap::new();
         for (pi, p) in k.procs.iter().enumerate() {
@@ -249,7 +340,7 @@ impl Placement {
                 .entry(pi)
                 .or_insert_with(|| k.tasks[main].affinity.clone())
                 .clone();
-            let prev = self.prev.get(&pi);
+            let prev = base.get(&pi);
             let mut cur = Prev::default();
             let mut cpu_ns = 0.0;
             let mut node_ns = vec![0.0; n];
@@ -315,30 +406,9 @@ impl Placement {
                 });
             out.push(v);
         }
-        self.prev = seen;
         self.homes.retain(|pi, _| k.procs[*pi].threads_alive > 0);
         self.slices.retain(|pi, _| k.procs[*pi].threads_alive > 0);
-        out
-    }
-
-    fn nodes(&mut self, k: &Kernel) -> Vec<NodeView> {
-        let busy: Vec<Ns> = k.rqs.iter().map(|r| r.busy_ns).collect();
-        let prev = std::mem::replace(&mut self.prev_busy, busy.clone());
-        (0..k.topo.nr_nodes())
-            .map(|x| {
-                let cpus = k.topo.node_cpus(x);
-                let busy_ns: f64 = cpus
-                    .iter()
-                    .map(|c| busy[c].saturating_sub(prev.get(c).copied().unwrap_or(0)) as f64)
-                    .sum();
-                let n = cpus.count() as f64;
-                NodeView {
-                    free_bytes: k.mem.capacity[x].saturating_sub(k.mem.used[x]),
-                    cpu_idle: (n - busy_ns / self.interval as f64).clamp(0.0, n),
-                    numa: None,
-                }
-            })
-            .collect()
+        (out, seen)
     }
 
     fn apply(&mut self, k: &mut Kernel, a: &Action) {
@@ -398,6 +468,28 @@ impl Placement {
             }
         }
     }
+}
+
+/// Per node: free memory now and idle CPUs over the `interval` since the busy times `prev`;
+/// and the busy times now.
+fn nodes(k: &Kernel, prev: &[Ns], interval: Ns) -> (Vec<NodeView>, Vec<Ns>) {
+    let busy: Vec<Ns> = k.rqs.iter().map(|r| r.busy_ns).collect();
+    let views = (0..k.topo.nr_nodes())
+        .map(|x| {
+            let cpus = k.topo.node_cpus(x);
+            let busy_ns: f64 = cpus
+                .iter()
+                .map(|c| busy[c].saturating_sub(prev.get(c).copied().unwrap_or(0)) as f64)
+                .sum();
+            let n = cpus.count() as f64;
+            NodeView {
+                free_bytes: k.mem.capacity[x].saturating_sub(k.mem.used[x]),
+                cpu_idle: (n - busy_ns / interval as f64).clamp(0.0, n),
+                numa: None,
+            }
+        })
+        .collect();
+    (views, busy)
 }
 
 /// The threads of process `p` that have not exited, in creation order.

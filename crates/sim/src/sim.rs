@@ -145,7 +145,8 @@ impl Sim {
         self
     }
 
-    /// Run a node-level placement policy every `p.interval` of simulated time.
+    /// Run a node-level placement policy every `p.interval` of simulated time (and its first
+    /// looks in between, when it takes them).
     pub fn with_placement(mut self, p: Placement) -> Self {
         self.placement = Some(p);
         self
@@ -167,20 +168,21 @@ impl Sim {
         if let Some(p) = &mut self.placement {
             // Decide only while something is still to happen, so that a stuck run is still
             // reported as stuck.
-            if self.k.events.peek_time().is_some_and(|t| t >= p.next) {
-                if p.next > self.limit {
+            let due = p.due();
+            if self.k.events.peek_time().is_some_and(|t| t >= due) {
+                if due > self.limit {
                     return Err(RunError::TimeLimit {
                         limit_s: self.limit / SEC,
                         live: self.k.live_tasks,
                     });
                 }
-                self.k.now = p.next;
+                self.k.now = due;
                 if self.k.quiet.any() {
                     // A tick at this instant would come after the decision (it is taken
                     // only when every pending event is at or after it).
                     self.k.wake_quiet(self.sched.as_mut(), false, true);
                 }
-                p.decide(&mut self.k, self.sched.as_ref());
+                p.run_due(&mut self.k, self.sched.as_ref());
                 self.k.refresh_contention();
                 return Ok(true);
             }

@@ -140,6 +140,10 @@ pub struct Daemon {
     /// How many times each homed process widened its own mask again (see `rehome_widened`).
     widenings: BTreeMap<ProcessKey, u32>,
     prev_cpustat: Option<Vec<CpuTimes>>,
+    /// `/proc/stat` at the last interval or first look, for a look's idle figures.
+    look_cpustat: Option<Vec<CpuTimes>>,
+    /// The last interval's candidates, shown again to a first look beside the new ones.
+    last_cands: Vec<snapshot::Candidate>,
     prev_vmstat: Option<crate::procfs::NumaCounters>,
     started: Instant,
     intervals: u64,
@@ -195,6 +199,8 @@ impl Daemon {
             warned: BTreeSet::new(),
             widenings: BTreeMap::new(),
             prev_cpustat: None,
+            look_cpustat: None,
+            last_cands: Vec::new(),
             prev_vmstat: None,
             started: Instant::now(),
             intervals: 0,
@@ -328,6 +334,7 @@ impl Daemon {
             .prev_cpustat
             .as_ref()
             .map(|p| self.host.node_idle(p, &cpustat));
+        self.look_cpustat = Some(cpustat.clone());
         self.prev_cpustat = Some(cpustat);
         let free = self.host.free_bytes(&self.cfg.root)?;
         // The kernel's own NUMA activity over the interval (automatic NUMA balancing's hint
@@ -401,7 +408,102 @@ impl Daemon {
         if let Ok(mut s) = self.status.lock() {
             s.kernel_numa = kernel_numa;
         }
+        self.last_cands = cands;
         Ok(report)
+    }
+
+    /// How often the policy takes a first look between intervals (`None`: never).
+    pub fn first_look_every(&self) -> Option<Duration> {
+        self.policy
+            .first_look_every_ns()
+            .map(Duration::from_nanos)
+            .filter(|&e| e.as_secs_f64() < self.cfg.placement.interval_s)
+    }
+
+    /// A first look between two intervals ([`policy::NodePolicy::first_look`], PLACEMENT.md "A
+    /// first look"): the processes new since the last interval are read (`stat`, and the full
+    /// read of those busy enough to be candidates), shown to the policy beside the last
+    /// interval's candidates, and what it gives (homes for the new ones, their memory moves)
+    /// is applied. `None` when no new process was a candidate: then only `/proc` was listed
+    /// and the new processes' `stat` read.
+    pub fn look(&mut self) -> Result<Option<IntervalReport>, DaemonError> {
+        let cpu0 = thread_cpu_s();
+        let now = Instant::now();
+        let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
+        let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
+        let Some(sample) =
+            self.sampler
+                .look(&self.cfg.root, &self.cfg.scan, &managed, &self.cfg.rules)?
+        else {
+            return Ok(None);
+        };
+        let sample_cpu_s = thread_cpu_s() - cpu0;
+        let sample_wall_s = now.elapsed().as_secs_f64();
+        let (cpustat, bad) = cpustat::read_lenient(&self.cfg.root)?;
+        self.warn_once(&bad, "that CPU's idle time is left out");
+        let idle = self
+            .look_cpustat
+            .as_ref()
+            .map(|p| self.host.node_idle(p, &cpustat));
+        self.look_cpustat = Some(cpustat);
+        let free = self.host.free_bytes(&self.cfg.root)?;
+        let known = snapshot::Known {
+            homes: &self.homes,
+            slices: &self.slices,
+            never: &self.never,
+            applied_masks: !self.cfg.dry_run,
+        };
+        let new = snapshot::candidates(&sample, &self.host, &self.cfg.rules, &known, now, now_ns);
+        let mut report = IntervalReport {
+            light_read: sample.light_read,
+            candidates: new.len(),
+            sample_cpu_s,
+            sample_wall_s,
+            ..IntervalReport::default()
+        };
+        // The others as the last interval saw them, so that the homes given so far count
+        // where they belong (a process gone since is left in until the next interval).
+        let new_pids: BTreeSet<u32> = new.iter().map(|c| c.view.pid).collect();
+        let mut all: Vec<snapshot::Candidate> = self
+            .last_cands
+            .iter()
+            .filter(|c| !new_pids.contains(&c.view.pid))
+            .cloned()
+            .chain(new)
+            .collect();
+        all.sort_by_key(|c| c.view.pid);
+        let host = self.host.clone();
+        let snap = Snapshot {
+            topo: host.topology(),
+            now_ns,
+            interval_ns: (sample.elapsed_s * 1e9) as u64,
+            nodes: snapshot::nodes(&self.host, &free, idle.as_deref()),
+            processes: self.views(&all),
+            numa_balancing: crate::procfs::numa_balancing_on(&self.cfg.root),
+        };
+        let actions = self.policy.first_look(&snap);
+        for n in self.policy.notes() {
+            if self.cfg.dry_run {
+                tracing::info!(target: "homenode::decision", "note (first look): {n}");
+            } else {
+                tracing::debug!(target: "homenode::decision", "note (first look): {n}");
+            }
+        }
+        if !actions.is_empty() {
+            let mut counters = self
+                .status
+                .lock()
+                .map(|s| s.counters.clone())
+                .unwrap_or_default();
+            self.apply_all(actions, &mut counters, &mut report);
+            if let Ok(mut s) = self.status.lock() {
+                counters.skipped = s.counters.skipped.clone();
+                s.counters = counters;
+            }
+        }
+        report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
+        report.wall_s = now.elapsed().as_secs_f64();
+        Ok(Some(report))
     }
 
     /// Carries out a decision: its `SetHome`s together, then its `SetSlice`s together, then
@@ -936,6 +1038,11 @@ pub struct RunSummary {
     pub cpu_per_interval_s: Vec<f64>,
     /// Intervals whose work took longer than the period.
     pub overruns: u64,
+    /// First looks taken between intervals, those that found a new candidate, and the
+    /// loop-thread CPU time of each look, seconds.
+    pub looks: u64,
+    pub looks_placing: u64,
+    pub look_cpu_s: Vec<f64>,
     pub restore: RestoreReport,
 }
 
@@ -990,19 +1097,7 @@ pub fn run_reloading(
         ),
         None => None,
     };
-    tracing::info!(
-        "homenode {}: policy {}, interval {} s, {} nodes{}{}",
-        env!("CARGO_PKG_VERSION"),
-        d.cfg.policy,
-        d.cfg.placement.interval_s,
-        d.host.nr_nodes(),
-        if d.host.fake { " (fake NUMA)" } else { "" },
-        if d.cfg.dry_run {
-            ", dry run: nothing will be changed"
-        } else {
-            ""
-        },
-    );
+    log_start(&d);
     let mut summary = RunSummary::default();
     let mut failures: u32 = 0;
     let mut last_error = String::new();
@@ -1046,7 +1141,19 @@ pub fn run_reloading(
             break;
         }
         next += period;
+        let mut next_look = d.first_look_every().map(|e| Instant::now() + e);
         while !stop.load(Ordering::Relaxed) {
+            if let Some(at) = next_look.filter(|&at| at < next && Instant::now() >= at) {
+                if let Err(why) = take_look(&mut d, &mut summary) {
+                    failures = MAX_FAILED_INTERVALS;
+                    last_error = why;
+                    break;
+                }
+                // Behind schedule: the next look a period from now, no catching up.
+                next_look = d
+                    .first_look_every()
+                    .map(|e| (at + e).max(Instant::now() + e / 2));
+            }
             if let Some(r) = &reload {
                 if r.requested.swap(false, Ordering::Relaxed) {
                     take_new_config(&mut d, r);
@@ -1063,7 +1170,15 @@ pub fn run_reloading(
                 }
                 break;
             }
-            std::thread::sleep((next - now).min(Duration::from_millis(50)));
+            let until = next_look.filter(|&at| at < next).unwrap_or(next);
+            std::thread::sleep(
+                until
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        if failures >= MAX_FAILED_INTERVALS {
+            break;
         }
     }
     summary.restore = d.shutdown()?;
@@ -1074,6 +1189,46 @@ pub fn run_reloading(
         });
     }
     Ok(summary)
+}
+
+/// The daemon's first line: version, policy, interval, nodes, and whether it is a dry run.
+fn log_start(d: &Daemon) {
+    tracing::info!(
+        "homenode {}: policy {}, interval {} s{}, {} nodes{}{}",
+        env!("CARGO_PKG_VERSION"),
+        d.cfg.policy,
+        d.cfg.placement.interval_s,
+        d.first_look_every()
+            .map(|e| format!(" (first looks every {} s)", e.as_secs_f64()))
+            .unwrap_or_default(),
+        d.host.nr_nodes(),
+        if d.host.fake { " (fake NUMA)" } else { "" },
+        if d.cfg.dry_run {
+            ", dry run: nothing will be changed"
+        } else {
+            ""
+        },
+    );
+}
+
+/// One first look between intervals, counted in `summary`. A look that fails is logged and
+/// left to the next interval; one that panics is an error (the caller restores and stops).
+fn take_look(d: &mut Daemon, summary: &mut RunSummary) -> Result<(), String> {
+    let cpu0 = thread_cpu_s();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.look())) {
+        Ok(Ok(found)) => {
+            summary.looks += 1;
+            summary.looks_placing += u64::from(found.is_some());
+            summary.look_cpu_s.push((thread_cpu_s() - cpu0).max(0.0));
+        }
+        // The next interval reads everything again.
+        Ok(Err(e)) => tracing::warn!("first look failed: {e}"),
+        Err(_) => {
+            tracing::error!("a first look panicked; restoring and stopping");
+            return Err("a first look panicked".into());
+        }
+    }
+    Ok(())
 }
 
 /// Least time between two warnings that an interval overran its period.

@@ -19,6 +19,10 @@
 //!
 //! Rates come from two full passes (threads matched by TID and start time); a process that
 //! has just become a candidate has its light-pass rate until the next interval.
+//!
+//! Between two intervals, a **first look** ([`Sampler::look`]) reads only what is new: `stat`
+//! of PIDs never read before and of those first read since the last pass, and the full read
+//! of the ones among them that are candidates (or homed already, at an earlier look).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -90,6 +94,13 @@ pub struct Sampler {
     prev_full: Option<ScanResult>,
     memory: BTreeMap<ProcessKey, (NumaSample, Instant)>,
     passes: u64,
+    /// Processes first read at the last pass, or at a first look before it: a look reads them
+    /// again (they may have become busy or grown since) ...
+    fresh: BTreeSet<ProcessKey>,
+    /// ... and so it does those first read at a look since the last pass.
+    looked: BTreeSet<ProcessKey>,
+    /// When the last pass or look read `/proc`.
+    last_read_at: Option<Instant>,
 }
 
 impl Sampler {
@@ -110,7 +121,22 @@ impl Sampler {
         let elapsed_s = self
             .prev_light_at
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
+        let first_pass = self.prev_light_at.is_none();
+        let known_before: BTreeSet<ProcessKey> =
+            self.prev_light.values().map(|p| p.rate.light.key).collect();
         let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
+        // At the first pass every process is new to the daemon, but none is new to the host.
+        let looked = std::mem::take(&mut self.looked);
+        self.fresh = if first_pass {
+            BTreeSet::new()
+        } else {
+            light
+                .iter()
+                .map(|l| l.light.key)
+                .filter(|k| !known_before.contains(k) || looked.contains(k))
+                .collect()
+        };
+        self.last_read_at = Some(now);
         let tck = crate::sample::clock_ticks_per_second();
         let me = std::process::id();
         let mut candidates: Vec<Pid> = light
@@ -151,6 +177,91 @@ impl Sampler {
             light_read: read,
             kthreads_skipped: skipped,
         })
+    }
+
+    /// A first look between two passes: `stat` of the processes not read before (and of those
+    /// first read since the last pass), and the full read of those busy enough to be
+    /// candidates. Everything else is left to the next pass. `None` when no new process is a
+    /// candidate. The sample's `light` holds the processes read, `rates` is empty (each has its
+    /// light rate: since its last read, or over its life when first seen).
+    pub fn look(
+        &mut self,
+        root: &Path,
+        cfg: &ScanConfig,
+        managed: &BTreeSet<ProcessKey>,
+        rules: &Rules,
+    ) -> Result<Option<Sample>, ProcError> {
+        if self.prev_light_at.is_none() {
+            return Ok(None);
+        }
+        let now = Instant::now();
+        let elapsed_s = self
+            .last_read_at
+            .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
+        self.last_read_at = Some(now);
+        let pids = procfs::list_pids(root)?;
+        let again: BTreeSet<Pid> = self
+            .fresh
+            .iter()
+            .chain(&self.looked)
+            .map(|k| k.pid)
+            .collect();
+        let tck = crate::sample::clock_ticks_per_second() as f64;
+        let uptime_s = procfs::uptime::read(root).ok();
+        let proc_root = procfs::proc_dir(root);
+        let me = std::process::id();
+        let mut light = Vec::new();
+        let (mut read, mut skipped) = (0, 0);
+        for pid in pids {
+            if self.kthreads.contains(&pid) {
+                skipped += 1;
+                continue;
+            }
+            let known = self.prev_light.contains_key(&pid);
+            if known && !again.contains(&pid) {
+                continue;
+            }
+            read += 1;
+            let Some(rate) = self.read_light(&proc_root, pid, now, uptime_s, tck) else {
+                continue;
+            };
+            if !known {
+                self.looked.insert(rate.light.key);
+            }
+            light.push(rate);
+        }
+        // The new processes busy enough, and the new ones homed already (at an earlier look:
+        // their home is provisional, and they may have started threads since).
+        let mut candidates: Vec<Pid> = light
+            .iter()
+            .filter(|l| l.light.key.pid != me)
+            .filter(|l| {
+                managed.contains(&l.light.key)
+                    || (l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
+                        && !ruled_out(rules, l.light.key.pid, &l.light.comm))
+            })
+            .map(|l| l.light.key.pid)
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        candidates.sort_unstable();
+        let full = self.full_pass(root, cfg, candidates, now)?;
+        let keys: BTreeSet<ProcessKey> = full.processes.iter().map(|p| p.key()).collect();
+        Ok(Some(Sample {
+            elapsed_s,
+            light,
+            rates: Rates::none(),
+            memory: self
+                .memory
+                .iter()
+                .filter(|(k, _)| keys.contains(k))
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
+            full,
+            light_read: read,
+            kthreads_skipped: skipped,
+        }))
     }
 
     /// The light pass. A process idle at its last read (below half `candidate_min_cpu`) is
@@ -195,52 +306,66 @@ impl Sampler {
                 }
             }
             read += 1;
-            // One open of `PID/stat` by path (no directory handle: a single read cannot mix
-            // two processes, and the start time read names the process).
-            let Some(stat) = read_stat(&proc_root, pid, &mut self.buf) else {
-                // Gone, or malformed: the full pass reports errors for candidates.
-                continue;
-            };
-            if stat.is_kernel_thread() {
-                self.kthreads.insert(pid);
-                continue;
+            if let Some(rate) = self.read_light(&proc_root, pid, now, uptime_s, tck) {
+                out.push(rate);
             }
-            if matches!(stat.state, 'Z' | 'X' | 'x') {
-                continue;
-            }
-            let light = Light {
-                key: ProcessKey {
-                    pid,
-                    starttime: stat.starttime,
-                },
-                ticks: stat.cpu_ticks(),
-                processor: stat.processor,
-                threads: stat.num_threads,
-                comm: stat.comm,
-            };
-            let cpu = self
-                .prev_light
-                .get(&pid)
-                .filter(|p| p.rate.light.key == light.key)
-                .and_then(|p| {
-                    let secs = now.saturating_duration_since(p.at).as_secs_f64();
-                    (secs > 0.0)
-                        .then(|| light.ticks.saturating_sub(p.rate.light.ticks) as f64 / tck / secs)
-                })
-                .or_else(|| uptime_s.and_then(|u| lifetime_rate(&light, u, tck)));
-            let rate = LightRate { light, cpu };
-            self.prev_light.insert(
-                pid,
-                PrevLight {
-                    rate: rate.clone(),
-                    at: now,
-                    pass: self.passes,
-                },
-            );
-            out.push(rate);
         }
         self.prev_light.retain(|p, _| listed.contains(p));
         Ok((out, read, skipped))
+    }
+
+    /// Reads `pid`'s `stat` now and remembers it: its CPU rate since its last read, or over its
+    /// life when first seen. `None` for a process gone, malformed, a zombie, or a kernel
+    /// thread (remembered as one).
+    fn read_light(
+        &mut self,
+        proc_root: &Path,
+        pid: Pid,
+        now: Instant,
+        uptime_s: Option<f64>,
+        tck: f64,
+    ) -> Option<LightRate> {
+        // One open of `PID/stat` by path (no directory handle: a single read cannot mix
+        // two processes, and the start time read names the process).
+        // Gone, or malformed: the full pass reports errors for candidates.
+        let stat = read_stat(proc_root, pid, &mut self.buf)?;
+        if stat.is_kernel_thread() {
+            self.kthreads.insert(pid);
+            return None;
+        }
+        if matches!(stat.state, 'Z' | 'X' | 'x') {
+            return None;
+        }
+        let light = Light {
+            key: ProcessKey {
+                pid,
+                starttime: stat.starttime,
+            },
+            ticks: stat.cpu_ticks(),
+            processor: stat.processor,
+            threads: stat.num_threads,
+            comm: stat.comm,
+        };
+        let cpu = self
+            .prev_light
+            .get(&pid)
+            .filter(|p| p.rate.light.key == light.key)
+            .and_then(|p| {
+                let secs = now.saturating_duration_since(p.at).as_secs_f64();
+                (secs > 0.0)
+                    .then(|| light.ticks.saturating_sub(p.rate.light.ticks) as f64 / tck / secs)
+            })
+            .or_else(|| uptime_s.and_then(|u| lifetime_rate(&light, u, tck)));
+        let rate = LightRate { light, cpu };
+        self.prev_light.insert(
+            pid,
+            PrevLight {
+                rate: rate.clone(),
+                at: now,
+                pass: self.passes,
+            },
+        );
+        Some(rate)
     }
 
     fn full_pass(

@@ -249,3 +249,57 @@ fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
     d.interval().expect("interval 3");
     assert!(!in_table(1000), "the database is left out after the reload");
 }
+
+/// A process that appears between two intervals is read at the first looks (only it: the
+/// others are left to the next interval) and homed at the second look that sees the same
+/// thread count (PLACEMENT.md, "A first look").
+#[test]
+fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
+    let tmp = copy_fixture("multinode-4n");
+    let proc_dir = tmp.path().join("proc");
+    // 100 s up: processes' ages (start times in ticks at 100 Hz) can be known.
+    std::fs::write(proc_dir.join("uptime"), "100.00 350.00\n").expect("uptime");
+    let mut c = config(tmp.path());
+    c.scan.candidate_min_cpu = 0.5;
+    let mut d = Daemon::start(c).expect("start");
+    assert!(d.first_look_every().is_some());
+    d.interval().expect("interval 1");
+    d.interval().expect("interval 2");
+    assert!(d.look().expect("look").is_none(), "nothing new");
+    // A copy of the database server, started 10 s ago (tick 9000), 4 threads busy.
+    copy_process(&proc_dir, 1000, 2000, 9000, 0);
+    let first = d.look().expect("look").expect("a new candidate");
+    assert_eq!(first.candidates, 1, "{first:?}");
+    assert!(first.light_read <= 2, "only the new PID is read: {first:?}");
+    assert!(
+        first.actions.is_empty(),
+        "its thread count is not known to be settled"
+    );
+    // Still busy, the same 4 threads.
+    copy_process(&proc_dir, 1000, 2000, 9000, 50);
+    let second = d.look().expect("look").expect("a new candidate");
+    let homed: Vec<_> = second
+        .actions
+        .iter()
+        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 2000, .. }))
+        .collect();
+    assert_eq!(homed.len(), 1, "{second:?}");
+}
+
+/// Copies process `from`'s directory to `to`, with `to`'s PID and start time (ticks) in its
+/// `stat` and `extra` more ticks of user time.
+fn copy_process(proc_dir: &Path, from: u32, to: u32, start: u64, extra: u64) {
+    let src = proc_dir.join(from.to_string());
+    let dst = proc_dir.join(to.to_string());
+    let _ = std::fs::remove_dir_all(&dst);
+    crate::common::copy_dir(&src, &dst);
+    let stat = std::fs::read_to_string(src.join("stat")).expect("stat");
+    let (head, rest) = stat.split_once(") ").expect("comm");
+    let mut f: Vec<String> = rest.split_whitespace().map(String::from).collect();
+    // After the command: state is field 3 of stat, utime 14, starttime 22.
+    let utime: u64 = f[11].parse().expect("utime");
+    f[11] = (utime + extra).to_string();
+    f[19] = start.to_string();
+    let head = head.replacen(&from.to_string(), &to.to_string(), 1);
+    std::fs::write(dst.join("stat"), format!("{head}) {}\n", f.join(" "))).expect("write");
+}

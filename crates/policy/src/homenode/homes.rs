@@ -44,7 +44,11 @@ impl HomenodePolicy {
         let mut want: Vec<usize> = (0..d.procs.len())
             .filter(|&i| {
                 let p = &d.procs[i];
-                !p.leave_alone && !d.touched[i] && d.homes[i].is_none() && self.significant(p)
+                !p.leave_alone
+                    && d.eligible[i]
+                    && !d.touched[i]
+                    && d.homes[i].is_none()
+                    && self.significant(p)
             })
             .collect();
         want.sort_by(|&a, &b| {
@@ -104,11 +108,32 @@ impl HomenodePolicy {
     }
 
     /// The `SetHome` action for candidate `i` and its bookkeeping (the model already counts it).
+    /// A provisional home placed again on the same nodes is kept as it is, without an action.
     fn set_home(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
         let (topo, now) = (d.snap.topo, d.snap.now_ns);
         let p = &d.procs[i];
+        let provisional = d.first_look.then_some(p.width);
+        if p.home_valid && p.home == choice.nodes {
+            if let Some(st) = self.procs.get_mut(&p.pid) {
+                st.provisional_width = provisional;
+            }
+            d.homes[i] = Some(choice.nodes);
+            d.touched[i] = true;
+            return;
+        }
         let prefix = if p.home.is_empty() {
             String::new()
+        } else if p.home_valid {
+            // Only a provisional home is placed again (`redo_provisional`).
+            format!(
+                "placed again: its home {} was given at a first look for a width of {}, and it is {} now; ",
+                fmt_nodes(&p.home),
+                self.procs
+                    .get(&p.pid)
+                    .and_then(|st| st.provisional_width)
+                    .map_or_else(|| "?".to_string(), |w| w.to_string()),
+                p.width
+            )
         } else {
             format!(
                 "its home {} is outside its allowed nodes; ",
@@ -126,6 +151,7 @@ impl HomenodePolicy {
         let st = self.procs.get_mut(&p.pid).expect("state made above");
         st.homed_at(now);
         st.last_busy_ns = now;
+        st.provisional_width = provisional;
         d.homes[i] = Some(choice.nodes);
         d.touched[i] = true;
     }

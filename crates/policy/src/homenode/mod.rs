@@ -74,6 +74,14 @@ const EPS: f64 = 1e-9;
 #[derive(Clone, Debug, Default, PartialEq)]
 struct PidState {
     start_time: u64,
+    /// When the policy first saw it (at a decision or a first look).
+    first_seen_ns: u64,
+    /// Homed at a first look, with the width it had then: until the next decision the home is
+    /// provisional, and a change of width has it placed again (a young process may still be
+    /// starting its threads).
+    provisional_width: Option<u32>,
+    /// Its thread count when last seen (a decision or a first look).
+    seen_threads: u32,
     /// When it last got a home or moved.
     last_move_ns: Option<u64>,
     /// Last decision at which it used at least `min_cpu`.
@@ -131,8 +139,14 @@ pub struct HomenodePolicy {
     /// Consecutive decisions that saw `imbalance_src` as the busiest node, imbalanced.
     imbalance_streak: u32,
     imbalance_src: Option<NodeId>,
-    /// The last decision's notes ([`NodePolicy::notes`]).
+    /// The last decision's or first look's notes ([`NodePolicy::notes`]).
     notes: Vec<String>,
+    /// When the last full decision ran: a first look places only processes first seen at or
+    /// after it.
+    last_decision_ns: Option<u64>,
+    /// Bytes the first looks since the last decision asked to move: the next decision's
+    /// budget is what is left of its interval's.
+    look_moved: u64,
 }
 
 /// What one decision works on, handed from step to step: the sanitised processes, their homes
@@ -145,6 +159,11 @@ struct Decision<'s, 'a> {
     model: Model,
     /// Processes that already got an action in this decision (never two SetHome for one).
     touched: Vec<bool>,
+    /// Processes step 2 may home: all, or at a first look the ones first seen since the last
+    /// decision.
+    eligible: Vec<bool>,
+    /// A first look, not a decision: homes given are provisional.
+    first_look: bool,
     /// Homed processes given another home so far (steps 2b and 3 share
     /// `max_moves_per_interval`).
     moves: u32,
@@ -203,12 +222,14 @@ impl HomenodePolicy {
         for p in procs.iter().filter(|p| !p.leave_alone) {
             let st = self.procs.entry(p.pid).or_insert_with(|| PidState {
                 start_time: p.start_time,
+                first_seen_ns: now,
                 last_busy_ns: now,
                 ..Default::default()
             });
             if p.runnable() + EPS >= self.cfg.min_cpu {
                 st.last_busy_ns = now;
             }
+            st.seen_threads = p.threads;
         }
     }
 }
@@ -219,32 +240,22 @@ impl NodePolicy for HomenodePolicy {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Vec<Action> {
-        let m = Machine::new(snap);
         let procs = common::processes(snap, self.cfg.busy_thread_cpu);
         self.track(&procs, snap.now_ns);
-
-        // Current homes (valid, managed processes only).
-        let homes: Vec<Option<Vec<NodeId>>> = procs
-            .iter()
-            .map(|p| (!p.leave_alone && p.home_valid).then(|| p.home.clone()))
-            .collect();
-        let model = Model::new(snap.topo, &m, &procs, &homes);
-        let mut d = Decision {
-            snap,
-            m,
-            touched: vec![false; procs.len()],
-            moves: 0,
-            procs,
-            homes,
-            model,
-            actions: Vec::new(),
-        };
+        self.last_decision_ns = Some(snap.now_ns);
+        let eligible = vec![true; procs.len()];
+        let redo = self.redo_provisional(&procs);
+        for st in self.procs.values_mut() {
+            st.provisional_width = None;
+        }
+        let mut d = Decision::new(snap, procs, eligible, &redo);
         self.notes.clear();
         self.release(&mut d);
         self.new_homes(&mut d);
         self.correct(&mut d);
         self.rebalance(&mut d);
         let moves = self.memory_moves(&d);
+        self.look_moved = 0;
         d.actions.extend(moves);
         self.slices(&mut d);
         d.actions
@@ -252,5 +263,122 @@ impl NodePolicy for HomenodePolicy {
 
     fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    fn first_look_every_ns(&self) -> Option<u64> {
+        (self.cfg.first_look_s > 0.0).then(|| (self.cfg.first_look_s * 1e9).max(1.0) as u64)
+    }
+
+    /// Steps 2 and 4 alone, for processes first seen since the last decision
+    /// (`docs/PLACEMENT.md`, "A first look"): homes, and their memory brought home within the
+    /// budget of the time since the last look (taken off the next decision's). Nothing else
+    /// runs: the release, the corrections and the rebalancer count decisions.
+    fn first_look(&mut self, snap: &Snapshot<'_>) -> Vec<Action> {
+        self.notes.clear();
+        let procs = common::processes(snap, self.cfg.busy_thread_cpu);
+        let now = snap.now_ns;
+        let new: Vec<bool> = procs.iter().map(|p| self.new_since_decision(p)).collect();
+        if !new.contains(&true) {
+            return Vec::new();
+        }
+        // Placed only once its thread count is the one seen at the last look or decision: a
+        // process still starting its threads has no width yet (one thread setting up memory
+        // that many will use would be pinned to one node as they start). A provisional home
+        // whose width changed is placed again at once.
+        let redo = self.redo_provisional(&procs);
+        let eligible: Vec<bool> = procs
+            .iter()
+            .zip(new.iter().zip(&redo))
+            .map(|(p, (&n, &r))| {
+                n && (r
+                    || self.procs.get(&p.pid).is_some_and(|st| {
+                        st.start_time == p.start_time && st.seen_threads == p.threads
+                    }))
+            })
+            .collect();
+        // State for the ones never seen (or a reused PID); the others keep theirs.
+        for p in procs.iter().zip(&new).filter(|(_, n)| **n).map(|(p, _)| p) {
+            if self
+                .procs
+                .get(&p.pid)
+                .is_none_or(|st| st.start_time != p.start_time)
+            {
+                let st = PidState {
+                    start_time: p.start_time,
+                    first_seen_ns: now,
+                    last_busy_ns: now,
+                    ..Default::default()
+                };
+                self.procs.insert(p.pid, st);
+            }
+            if let Some(st) = self.procs.get_mut(&p.pid) {
+                st.seen_threads = p.threads;
+            }
+        }
+        let mut d = Decision::new(snap, procs, eligible, &redo);
+        d.first_look = true;
+        self.new_homes(&mut d);
+        let moves = self.memory_moves(&d);
+        self.look_moved += moves.iter().map(Action::bytes).sum::<u64>();
+        d.actions.extend(moves);
+        d.actions
+    }
+}
+
+impl HomenodePolicy {
+    /// Per process: homed provisionally (at a first look) and its width has changed since, so
+    /// it is placed again, as if it had no home.
+    fn redo_provisional(&self, procs: &[Proc]) -> Vec<bool> {
+        procs
+            .iter()
+            .map(|p| {
+                !p.leave_alone
+                    && p.home_valid
+                    && self.procs.get(&p.pid).is_some_and(|st| {
+                        st.start_time == p.start_time
+                            && st.provisional_width.is_some_and(|w| w != p.width)
+                    })
+            })
+            .collect()
+    }
+
+    /// Whether a first look may place `p`: managed, and not seen before the last decision
+    /// (a reused PID is a new process).
+    fn new_since_decision(&self, p: &Proc) -> bool {
+        if p.leave_alone {
+            return false;
+        }
+        match self.procs.get(&p.pid) {
+            Some(st) if st.start_time == p.start_time => {
+                self.last_decision_ns.is_none_or(|t| st.first_seen_ns >= t)
+            }
+            _ => true,
+        }
+    }
+}
+
+impl<'s, 'a> Decision<'s, 'a> {
+    /// A decision over `procs` with their current (valid, managed) homes and the load model;
+    /// the processes of `redo` count as not homed.
+    fn new(snap: &'s Snapshot<'a>, procs: Vec<Proc>, eligible: Vec<bool>, redo: &[bool]) -> Self {
+        let m = Machine::new(snap);
+        let homes: Vec<Option<Vec<NodeId>>> = procs
+            .iter()
+            .zip(redo)
+            .map(|(p, &r)| (!p.leave_alone && p.home_valid && !r).then(|| p.home.clone()))
+            .collect();
+        let model = Model::new(snap.topo, &m, &procs, &homes);
+        Decision {
+            snap,
+            m,
+            touched: vec![false; procs.len()],
+            eligible,
+            first_look: false,
+            moves: 0,
+            procs,
+            homes,
+            model,
+            actions: Vec::new(),
+        }
     }
 }

@@ -1720,3 +1720,123 @@ fn a_home_set_the_threads_no_longer_need_is_narrowed_after_the_dwell() {
         assert_eq!(set_homes(&a), 0, "decision {s}: {a:#?}");
     }
 }
+
+/// The snapshot of a first look `ms` milliseconds into the run, covering `span_ms`.
+fn look_snap<'a>(t: &'a Topology, ms: u64, span_ms: u64, procs: Vec<ProcessView>) -> Snapshot<'a> {
+    let mut s = snap(t, 0, procs);
+    s.now_ns = ms * 1_000_000;
+    s.interval_ns = span_ms * 1_000_000;
+    s
+}
+
+/// A first look homes a process born after the last decision, before the kernel can spread it
+/// and its memory (azusa16 N = 32: a job moved off its memory's node before homenode's first
+/// decision, EXPERIMENTS.md), once it has shown the same thread count twice, and does nothing
+/// else: no memory moves but its own, no rebalancing streak, no home for a process the last
+/// decision already saw.
+#[test]
+fn a_first_look_homes_only_processes_new_since_the_decision() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut pol = HomenodePolicy::default();
+    assert_eq!(pol.first_look_every_ns(), Some(500_000_000));
+    // At the decisions at 0 and 1 s: pid 1 is homed on node 0 with half of its memory on
+    // node 1; pid 2 is too idle to be significant. (A look after the decision at 1 s may still
+    // place a process first seen at it: it is new since the decision before.)
+    let old_homed = homed(proc(&t, 1, 1.0, 1, 0, &[GIB, GIB]), &[0]);
+    let idle_then = proc(&t, 2, 0.1, 1, 0, &[GIB, 0]);
+    let moves_memory = |a: &[Action], pid: u32| {
+        a.iter()
+            .any(|x| matches!(x, Action::MoveMemory { pid: p, .. } if *p == pid))
+    };
+    let a = pol.decide(&snap(&t, 0, vec![old_homed.clone(), idle_then.clone()]));
+    assert!(moves_memory(&a, 1), "{a:?}");
+    pol.decide(&snap(&t, 1, vec![old_homed.clone(), idle_then.clone()]));
+    // Then pid 2 gets busy and pid 3 is born, 3/4 of its memory on node 1, running on node 0.
+    let busy_now = proc(&t, 2, 1.0, 1, 0, &[GIB, 0]);
+    let newborn = proc(&t, 3, 1.0, 1, 0, &[GIB / 4, 3 * GIB / 4]);
+    let procs = vec![old_homed.clone(), busy_now.clone(), newborn.clone()];
+    let streak = pol.imbalance_streak();
+    // First seen: its thread count is not known to have settled yet.
+    let a = pol.first_look(&look_snap(&t, 1250, 250, procs.clone()));
+    assert!(a.is_empty(), "{a:?}");
+    // The same one thread a look later: homed where most of its memory is, and the rest of
+    // its memory asked home; nothing for pid 1's remote memory, nor for pid 2.
+    let a = pol.first_look(&look_snap(&t, 1500, 250, procs.clone()));
+    assert_eq!(homes(&a), vec![(3, vec![1])], "{a:?}");
+    assert!(moves_memory(&a, 3), "{a:?}");
+    assert!(
+        !moves_memory(&a, 1),
+        "a look moves only the new homes' memory: {a:?}"
+    );
+    assert_eq!(pol.imbalance_streak(), streak, "a look is not a decision");
+    // Homed now: later looks give it no other home (only its memory moves go on), and still
+    // do not home pid 2.
+    let procs = vec![old_homed.clone(), busy_now.clone(), homed(newborn, &[1])];
+    let a = pol.first_look(&look_snap(&t, 1750, 250, procs.clone()));
+    assert!(homes(&a).is_empty(), "{a:?}");
+    assert!(!moves_memory(&a, 1), "{a:?}");
+    // The next decision homes pid 2.
+    let a = pol.decide(&snap(&t, 2, procs));
+    assert_eq!(homes(&a), vec![(2, vec![0])], "{a:?}");
+    // A process first seen at a look while still small, significant at a later look before
+    // the next decision, is homed then.
+    let mut pol = HomenodePolicy::default();
+    pol.decide(&snap(&t, 0, vec![]));
+    let small = proc(&t, 4, 1.0, 1, 1, &[8 * MIB, 0]);
+    assert!(
+        pol.first_look(&look_snap(&t, 500, 500, vec![small]))
+            .is_empty()
+    );
+    let grown = proc(&t, 4, 1.0, 1, 1, &[GIB, 0]);
+    let a = pol.first_look(&look_snap(&t, 1000, 500, vec![grown]));
+    assert_eq!(homes(&a), vec![(4, vec![0])], "{a:?}");
+    // Off: no looks offered.
+    let off = HomenodePolicy::new(HomenodeConfig {
+        first_look_s: 0.0,
+        ..Default::default()
+    })
+    .expect("valid");
+    assert_eq!(off.first_look_every_ns(), None);
+}
+
+/// A process that sets up its memory with one thread and then starts its workers (numa02 in
+/// the simulator): a first look that saw one thread twice homes it on one node; when its
+/// threads appear, the provisional home is placed again at the next look, not after
+/// `correct_intervals` decisions (before this rule: 3.5 s pinned to half of the machine).
+/// A process still starting threads is not placed at a look at all.
+#[test]
+fn a_provisional_home_follows_the_threads_a_young_process_starts() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let mut pol = HomenodePolicy::default();
+    pol.decide(&snap(&t, 0, vec![]));
+    let setup = proc(&t, 5, 1.0, 1, 0, &[GIB, 0]);
+    assert!(
+        pol.first_look(&look_snap(&t, 500, 500, vec![setup.clone()]))
+            .is_empty()
+    );
+    let a = pol.first_look(&look_snap(&t, 1000, 500, vec![setup]));
+    assert_eq!(homes(&a), vec![(5, vec![0])], "{a:?}");
+    // Eight busy threads now, squeezed onto node 0's four CPUs.
+    let mut workers = homed(proc(&t, 5, 4.0, 8, 0, &[GIB, 0]), &[0]);
+    workers.cpu_wait = Some(4.0);
+    let a = pol.first_look(&look_snap(&t, 1500, 500, vec![workers]));
+    assert_eq!(homes(&a), vec![(5, vec![0, 1])], "{a:?}");
+    let r = first_home_reason(&a);
+    assert!(r.starts_with("placed again"), "{r}");
+    // A process seen with a changing thread count waits.
+    let mut pol = HomenodePolicy::default();
+    pol.decide(&snap(&t, 0, vec![]));
+    let one = proc(&t, 6, 1.0, 1, 0, &[GIB, 0]);
+    let mut eight = proc(&t, 6, 8.0, 8, 0, &[GIB, 0]);
+    eight.node_runtime = vec![0.5, 0.5];
+    assert!(
+        pol.first_look(&look_snap(&t, 500, 500, vec![one]))
+            .is_empty()
+    );
+    assert!(
+        pol.first_look(&look_snap(&t, 1000, 500, vec![eight.clone()]))
+            .is_empty()
+    );
+    let a = pol.first_look(&look_snap(&t, 1500, 500, vec![eight]));
+    assert_eq!(homes(&a), vec![(6, vec![0, 1])], "{a:?}");
+}

@@ -406,9 +406,10 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     );
     if let Some(p) = &r.placement {
         outln!(
-            "placement {}: {} decisions, {} homes set, {} cleared, {} slices set, {} memory moves ({} MiB)",
+            "placement {}: {} decisions, {} first looks, {} homes set, {} cleared, {} slices set, {} memory moves ({} MiB)",
             a.placement,
             p.decisions,
+            p.looks,
             p.set_home,
             p.clear_home,
             p.set_slice,
@@ -449,7 +450,7 @@ fn workload_json(
         .collect();
     let placement = r.placement.as_ref().map(|p| {
         let mut v = serde_json::json!({
-            "policy": a.placement, "decisions": p.decisions, "set_home": p.set_home,
+            "policy": a.placement, "decisions": p.decisions, "first_looks": p.looks, "set_home": p.set_home,
             "clear_home": p.clear_home, "set_slice": p.set_slice, "moves": p.moves, "bytes_moved": p.bytes_moved,
             "actions": p.log.iter().map(|(at, act)| serde_json::json!({"at_s": *at as f64 / 1e9, "action": act})).collect::<Vec<_>>(),
         });

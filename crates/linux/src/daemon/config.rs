@@ -27,6 +27,7 @@
 //!
 //! [placement.homenode]           # policy parameters, see docs/PLACEMENT.md
 //! min_rss_mib = 64
+//! first_look_s = 0.5             # new processes looked at between decisions; 0: never
 //!
 //! [rules.exclude]                # see docs/DAEMON.md, "Exclusion rules"
 //! comms = ["postgres"]

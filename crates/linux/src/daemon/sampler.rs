@@ -101,6 +101,9 @@ pub struct Sampler {
     looked: BTreeSet<ProcessKey>,
     /// When the last pass or look read `/proc`.
     last_read_at: Option<Instant>,
+    /// The PID most recently handed out (`/proc/loadavg`) before the last pass or look listed
+    /// `/proc`: while it is the same, nothing was created since.
+    last_pid: Option<Pid>,
 }
 
 impl Sampler {
@@ -122,6 +125,8 @@ impl Sampler {
             .prev_light_at
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
         let first_pass = self.prev_light_at.is_none();
+        // Read before the listing: whatever is created after it shows up at the next look.
+        self.last_pid = procfs::loadavg::last_pid(root).ok();
         let known_before: BTreeSet<ProcessKey> =
             self.prev_light.values().map(|p| p.rate.light.key).collect();
         let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
@@ -181,7 +186,8 @@ impl Sampler {
 
     /// A first look between two passes: `stat` of the processes not read before (and of those
     /// first read since the last pass), and the full read of those busy enough to be
-    /// candidates. Everything else is left to the next pass. `None` when no new process is a
+    /// candidates. `/proc` is listed only when `/proc/loadavg` says a PID was handed out since
+    /// the last listing. Everything else is left to the next pass. `None` when no new process is a
     /// candidate. The sample's `light` holds the processes read, `rates` is empty (each has its
     /// light rate: since its last read, or over its life when first seen).
     pub fn look(
@@ -199,13 +205,22 @@ impl Sampler {
             .last_read_at
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
         self.last_read_at = Some(now);
-        let pids = procfs::list_pids(root)?;
         let again: BTreeSet<Pid> = self
             .fresh
             .iter()
             .chain(&self.looked)
             .map(|k| k.pid)
             .collect();
+        // No process or thread created since the last listing (the last PID handed out is the
+        // same): only the fresh ones are read again, and `/proc` is not listed.
+        let last_pid = procfs::loadavg::last_pid(root).ok();
+        let created = last_pid.is_none() || last_pid != self.last_pid;
+        self.last_pid = last_pid;
+        let pids: Vec<Pid> = if created {
+            procfs::list_pids(root)?
+        } else {
+            again.iter().copied().collect()
+        };
         let tck = crate::sample::clock_ticks_per_second() as f64;
         let uptime_s = procfs::uptime::read(root).ok();
         let proc_root = procfs::proc_dir(root);

@@ -28,6 +28,7 @@
 
 pub mod cgroup;
 pub mod cpustat;
+pub mod loadavg;
 pub mod maps;
 pub mod meminfo;
 pub mod numa_maps;

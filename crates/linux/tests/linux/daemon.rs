@@ -251,14 +251,20 @@ fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
 }
 
 /// A process that appears between two intervals is read at the first looks (only it: the
-/// others are left to the next interval) and homed at the second look that sees the same
-/// thread count (PLACEMENT.md, "A first look").
+/// others are left to the next interval; and only once `/proc/loadavg` says a PID was handed
+/// out) and homed at the second look that sees the same thread count (PLACEMENT.md, "A first
+/// look").
 #[test]
 fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
     let tmp = copy_fixture("multinode-4n");
     let proc_dir = tmp.path().join("proc");
     // 100 s up: processes' ages (start times in ticks at 100 Hz) can be known.
     std::fs::write(proc_dir.join("uptime"), "100.00 350.00\n").expect("uptime");
+    let loadavg = |last: u32| {
+        let text = format!("0.50 0.40 0.30 2/90 {last}\n");
+        std::fs::write(proc_dir.join("loadavg"), text).expect("loadavg");
+    };
+    loadavg(1600);
     let mut c = config(tmp.path());
     c.scan.candidate_min_cpu = 0.5;
     let mut d = Daemon::start(c).expect("start");
@@ -268,6 +274,9 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
     assert!(d.look().expect("look").is_none(), "nothing new");
     // A copy of the database server, started 10 s ago (tick 9000), 4 threads busy.
     copy_process(&proc_dir, 1000, 2000, 9000, 0);
+    // While the last PID handed out stays the same, `/proc` is not listed again.
+    assert!(d.look().expect("look").is_none(), "no PID handed out");
+    loadavg(2003);
     let first = d.look().expect("look").expect("a new candidate");
     assert_eq!(first.candidates, 1, "{first:?}");
     assert!(first.light_read <= 2, "only the new PID is read: {first:?}");

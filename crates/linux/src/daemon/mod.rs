@@ -355,13 +355,7 @@ impl Daemon {
             .map(|p| vmstat.delta(p).values)
             .unwrap_or_default();
         self.prev_vmstat = Some(vmstat);
-        let known = snapshot::Known {
-            homes: &self.homes,
-            slices: &self.slices,
-            never: &self.never,
-            applied_masks: !self.cfg.dry_run,
-        };
-        let cands = snapshot::candidates(&sample, &self.host, &self.cfg.rules, &known, now, now_ns);
+        let cands = self.candidates(&sample, now, now_ns);
         let mut report = IntervalReport {
             light_read: sample.light_read,
             candidates: cands.len(),
@@ -385,15 +379,7 @@ impl Daemon {
             numa_balancing: crate::procfs::numa_balancing_on(&self.cfg.root),
         };
         let actions = self.policy.decide(&snap);
-        // What the decision held back, and why: with the dry run's explanations, otherwise
-        // for a debug log (`RUST_LOG=homenode::decision=debug`).
-        for n in self.policy.notes() {
-            if self.cfg.dry_run {
-                tracing::info!(target: "homenode::decision", "note: {n}");
-            } else {
-                tracing::debug!(target: "homenode::decision", "note: {n}");
-            }
-        }
+        self.log_notes("note");
         let mut counters = self
             .status
             .lock()
@@ -410,6 +396,34 @@ impl Daemon {
         }
         self.last_cands = cands;
         Ok(report)
+    }
+
+    /// The sample's candidates, with what the daemon knows of its own past actions.
+    fn candidates(
+        &self,
+        sample: &sampler::Sample,
+        now: Instant,
+        now_ns: u64,
+    ) -> Vec<snapshot::Candidate> {
+        let known = snapshot::Known {
+            homes: &self.homes,
+            slices: &self.slices,
+            never: &self.never,
+            applied_masks: !self.cfg.dry_run,
+        };
+        snapshot::candidates(sample, &self.host, &self.cfg.rules, &known, now, now_ns)
+    }
+
+    /// What the last decision or look held back, and why, each line after `label`: with the
+    /// dry run's explanations, otherwise for a debug log (`RUST_LOG=homenode::decision=debug`).
+    fn log_notes(&self, label: &str) {
+        for n in self.policy.notes() {
+            if self.cfg.dry_run {
+                tracing::info!(target: "homenode::decision", "{label}: {n}");
+            } else {
+                tracing::debug!(target: "homenode::decision", "{label}: {n}");
+            }
+        }
     }
 
     /// How often the policy takes a first look between intervals (`None`: never).
@@ -447,13 +461,7 @@ impl Daemon {
             .map(|p| self.host.node_idle(p, &cpustat));
         self.look_cpustat = Some(cpustat);
         let free = self.host.free_bytes(&self.cfg.root)?;
-        let known = snapshot::Known {
-            homes: &self.homes,
-            slices: &self.slices,
-            never: &self.never,
-            applied_masks: !self.cfg.dry_run,
-        };
-        let new = snapshot::candidates(&sample, &self.host, &self.cfg.rules, &known, now, now_ns);
+        let new = self.candidates(&sample, now, now_ns);
         let mut report = IntervalReport {
             light_read: sample.light_read,
             candidates: new.len(),
@@ -482,13 +490,7 @@ impl Daemon {
             numa_balancing: crate::procfs::numa_balancing_on(&self.cfg.root),
         };
         let actions = self.policy.first_look(&snap);
-        for n in self.policy.notes() {
-            if self.cfg.dry_run {
-                tracing::info!(target: "homenode::decision", "note (first look): {n}");
-            } else {
-                tracing::debug!(target: "homenode::decision", "note (first look): {n}");
-            }
-        }
+        self.log_notes("note (first look)");
         if !actions.is_empty() {
             let mut counters = self
                 .status

@@ -143,19 +143,7 @@ impl Sampler {
         };
         self.last_read_at = Some(now);
         let tck = crate::sample::clock_ticks_per_second();
-        let me = std::process::id();
-        let mut candidates: Vec<Pid> = light
-            .iter()
-            // Never the daemon itself.
-            .filter(|l| l.light.key.pid != me)
-            .filter(|l| {
-                managed.contains(&l.light.key)
-                    || (l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
-                        && !ruled_out(rules, l.light.key.pid, &l.light.comm))
-            })
-            .map(|l| l.light.key.pid)
-            .collect();
-        candidates.sort_unstable();
+        let candidates = candidates_of(&light, cfg, managed, rules);
         let full = self.full_pass(root, cfg, candidates, now)?;
         let rates = match &self.prev_full {
             Some(prev) => rates::rates_over(
@@ -224,7 +212,6 @@ impl Sampler {
         let tck = crate::sample::clock_ticks_per_second() as f64;
         let uptime_s = procfs::uptime::read(root).ok();
         let proc_root = procfs::proc_dir(root);
-        let me = std::process::id();
         let mut light = Vec::new();
         let (mut read, mut skipped) = (0, 0);
         for pid in pids {
@@ -247,20 +234,10 @@ impl Sampler {
         }
         // The new processes busy enough, and the new ones homed already (at an earlier look:
         // their home is provisional, and they may have started threads since).
-        let mut candidates: Vec<Pid> = light
-            .iter()
-            .filter(|l| l.light.key.pid != me)
-            .filter(|l| {
-                managed.contains(&l.light.key)
-                    || (l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
-                        && !ruled_out(rules, l.light.key.pid, &l.light.comm))
-            })
-            .map(|l| l.light.key.pid)
-            .collect();
+        let candidates = candidates_of(&light, cfg, managed, rules);
         if candidates.is_empty() {
             return Ok(None);
         }
-        candidates.sort_unstable();
         let full = self.full_pass(root, cfg, candidates, now)?;
         let keys: BTreeSet<ProcessKey> = full.processes.iter().map(|p| p.key()).collect();
         Ok(Some(Sample {
@@ -430,6 +407,29 @@ impl Sampler {
         }
         Ok(full)
     }
+}
+
+/// The PIDs of `light` to read in full, ascending: those homenode manages, and those busy enough
+/// that no rule known from the light pass leaves out; never the daemon itself.
+fn candidates_of(
+    light: &[LightRate],
+    cfg: &ScanConfig,
+    managed: &BTreeSet<ProcessKey>,
+    rules: &Rules,
+) -> Vec<Pid> {
+    let me = std::process::id();
+    let mut out: Vec<Pid> = light
+        .iter()
+        .filter(|l| l.light.key.pid != me)
+        .filter(|l| {
+            managed.contains(&l.light.key)
+                || (l.cpu.is_some_and(|c| c >= cfg.candidate_min_cpu)
+                    && !ruled_out(rules, l.light.key.pid, &l.light.comm))
+        })
+        .map(|l| l.light.key.pid)
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// Ages below this many clock ticks give no lifetime rate: one tick of rounding would be more

@@ -33,8 +33,9 @@ declare -A SCENARIO_SHAPES=(
     [selfaffinity]="2n"
     [numatest8]="4n"
     [with-balancing]="4n"
+    [firstlook]="2n"
 )
-ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing)
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing firstlook)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {

@@ -35,7 +35,7 @@ impl HomenodePolicy {
         let topo = d.snap.topo;
         let now = d.snap.now_ns;
         let mib = MIB as f64;
-        let budget_f = cfg.move_rate_mib_s as f64 * mib * (d.snap.interval_ns as f64 / 1e9);
+        let budget_f = cfg.move_rate_mib_s as f64 * mib * (d.budget_ns as f64 / 1e9);
         // First looks since the last decision spent part of this interval's budget.
         let mut budget: u64 = if budget_f.is_finite() {
             (budget_f as u64).saturating_sub(self.look_moved)

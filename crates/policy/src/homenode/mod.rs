@@ -164,6 +164,9 @@ struct Decision<'s, 'a> {
     eligible: Vec<bool>,
     /// A first look, not a decision: homes given are provisional.
     first_look: bool,
+    /// The time whose memory-moving budget this decision or look may spend, ns: the interval,
+    /// or at a look the time since the last decision (less what earlier looks spent).
+    budget_ns: u64,
     /// Homed processes given another home so far (steps 2b and 3 share
     /// `max_moves_per_interval`).
     moves: u32,
@@ -317,6 +320,9 @@ impl NodePolicy for HomenodePolicy {
         }
         let mut d = Decision::new(snap, procs, eligible, &redo);
         d.first_look = true;
+        d.budget_ns = self
+            .last_decision_ns
+            .map_or(snap.interval_ns, |t| now.saturating_sub(t));
         self.new_homes(&mut d);
         let moves = self.memory_moves(&d);
         self.look_moved += moves.iter().map(Action::bytes).sum::<u64>();
@@ -374,6 +380,7 @@ impl<'s, 'a> Decision<'s, 'a> {
             touched: vec![false; procs.len()],
             eligible,
             first_look: false,
+            budget_ns: snap.interval_ns,
             moves: 0,
             procs,
             homes,

@@ -14,6 +14,7 @@
 //! | `homenode_actions` (counter) | kind, outcome | actions taken (`set_home`, `clear_home`, `move_memory`, `set_slice`) |
 //! | `homenode_pages_moved` (counter) | | pages moved to their home |
 //! | `homenode_skipped_processes` (counter) | reason | candidates left alone |
+//! | `homenode_first_looks` (counter) | found | first looks between intervals (docs/PLACEMENT.md), `found="yes"` when one found a new candidate |
 //! | `homenode_kernel_numa_events` | counter | `/proc/vmstat` `numa_*`, `pgmigrate_*` over the last interval |
 //! | `homenode_interval_cpu_seconds` | | the daemon's CPU time in the last interval |
 //! | `homenode_interval_wall_seconds` | | wall time of the last interval's work (above the interval: it overran) |
@@ -124,6 +125,21 @@ pub fn render(r: &StatusReport) -> String {
         "skipped_processes",
         "Candidate processes left alone, by reason",
         skipped,
+    );
+    let looks = Family::<Labels, Counter>::default();
+    let c = &r.counters;
+    for (found, n) in [
+        ("yes", c.first_looks_found),
+        ("no", c.first_looks - c.first_looks_found.min(c.first_looks)),
+    ] {
+        looks
+            .get_or_create(&l(&[("found", found.into())]))
+            .inc_by(n);
+    }
+    reg.register(
+        "first_looks",
+        "First looks between intervals, by whether they found a new candidate",
+        looks,
     );
     let kernel = FGauge::default();
     for (k, v) in &r.kernel_numa {
@@ -319,6 +335,8 @@ mod tests {
         r.counters.actions.insert("set_home/done".into(), 3);
         r.counters.pages_moved = 512;
         r.counters.skipped.insert("realtime".into(), 2);
+        r.counters.first_looks = 9;
+        r.counters.first_looks_found = 2;
         r.kernel_numa.insert("numa_hint_faults".into(), 77);
         r.last_cpu_ms = 3.0;
         r.last_wall_ms = 7500.0;
@@ -336,6 +354,8 @@ mod tests {
             "homenode_actions_total{kind=\"set_home\",outcome=\"done\"} 3",
             "homenode_pages_moved_total 512",
             "homenode_skipped_processes_total{reason=\"realtime\"} 2",
+            "homenode_first_looks_total{found=\"yes\"} 2",
+            "homenode_first_looks_total{found=\"no\"} 7",
             "homenode_kernel_numa_events{counter=\"numa_hint_faults\"} 77",
             "homenode_interval_cpu_seconds 0.003",
             "homenode_interval_wall_seconds 7.5",

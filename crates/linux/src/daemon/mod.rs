@@ -445,10 +445,14 @@ impl Daemon {
         let now = Instant::now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
-        let Some(sample) =
+        let sample =
             self.sampler
-                .look(&self.cfg.root, &self.cfg.scan, &managed, &self.cfg.rules)?
-        else {
+                .look(&self.cfg.root, &self.cfg.scan, &managed, &self.cfg.rules)?;
+        if let Ok(mut s) = self.status.lock() {
+            s.counters.first_looks += 1;
+            s.counters.first_looks_found += u64::from(sample.is_some());
+        }
+        let Some(sample) = sample else {
             return Ok(None);
         };
         let sample_cpu_s = thread_cpu_s() - cpu0;

@@ -68,6 +68,11 @@ pub struct Counters {
     pub pages_failed: u64,
     /// Candidates left alone by reason label, counted once per process.
     pub skipped: BTreeMap<String, u64>,
+    /// First looks taken between intervals, and of them those that found a new candidate.
+    #[serde(default)]
+    pub first_looks: u64,
+    #[serde(default)]
+    pub first_looks_found: u64,
     /// Processes dropped from a scan because a file was malformed or unreadable.
     pub scan_errors: u64,
 }

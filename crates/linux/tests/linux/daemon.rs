@@ -293,6 +293,8 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
         .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 2000, .. }))
         .collect();
     assert_eq!(homed.len(), 1, "{second:?}");
+    let c = d.status().lock().expect("status").counters.clone();
+    assert_eq!((c.first_looks, c.first_looks_found), (4, 2));
 }
 
 /// Copies process `from`'s directory to `to`, with `to`'s PID and start time (ticks) in its

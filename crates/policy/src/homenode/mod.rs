@@ -31,6 +31,10 @@
 //!    CPU do not refill the cache every few milliseconds; the kernel's default comes back when
 //!    it loses its home, or its threads sleep or run alone.
 //!
+//! Between two decisions, [`HomenodePolicy::first_look`] runs steps 2 and 4 for the processes
+//! first seen since the last decision, once their thread count has settled; such a home is
+//! provisional until the next decision, which places it again if the process's width changed.
+//!
 //! The files follow the steps: `release.rs` (1), `homes.rs` (2, with the choice of one home),
 //! `rebalance.rs` (3), `memory.rs` (4), `slice.rs` (5); `model.rs` holds the load model
 //! below, which every step reads and the first three update as homes change.
@@ -274,8 +278,9 @@ impl NodePolicy for HomenodePolicy {
 
     /// Steps 2 and 4 alone, for processes first seen since the last decision
     /// (`docs/PLACEMENT.md`, "A first look"): homes, and their memory brought home within the
-    /// budget of the time since the last look (taken off the next decision's). Nothing else
-    /// runs: the release, the corrections and the rebalancer count decisions.
+    /// budget accrued since the last decision less what earlier looks spent (taken off the
+    /// next decision's). Nothing else runs: the release, the corrections and the rebalancer
+    /// count decisions.
     fn first_look(&mut self, snap: &Snapshot<'_>) -> Vec<Action> {
         self.notes.clear();
         let procs = common::processes(snap, self.cfg.busy_thread_cpu);

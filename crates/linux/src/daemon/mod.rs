@@ -116,6 +116,20 @@ pub struct IntervalReport {
     pub candidates: usize,
 }
 
+impl IntervalReport {
+    /// The report of an interval or first look that read `sample` (in `cpu_s` of CPU and
+    /// `wall_s`) and found `candidates`; its actions and totals come later.
+    fn sampled(sample: &sampler::Sample, candidates: usize, cpu_s: f64, wall_s: f64) -> Self {
+        IntervalReport {
+            light_read: sample.light_read,
+            candidates,
+            sample_cpu_s: cpu_s,
+            sample_wall_s: wall_s,
+            ..IntervalReport::default()
+        }
+    }
+}
+
 /// The daemon's state.
 pub struct Daemon {
     cfg: DaemonConfig,
@@ -356,13 +370,7 @@ impl Daemon {
             .unwrap_or_default();
         self.prev_vmstat = Some(vmstat);
         let cands = self.candidates(&sample, now, now_ns);
-        let mut report = IntervalReport {
-            light_read: sample.light_read,
-            candidates: cands.len(),
-            sample_cpu_s,
-            sample_wall_s,
-            ..IntervalReport::default()
-        };
+        let mut report = IntervalReport::sampled(&sample, cands.len(), sample_cpu_s, sample_wall_s);
         self.forget_exited(&sample);
         self.release_taken_over(&cands, &mut report);
         self.rehome_widened(&cands);
@@ -466,13 +474,7 @@ impl Daemon {
         self.look_cpustat = Some(cpustat);
         let free = self.host.free_bytes(&self.cfg.root)?;
         let new = self.candidates(&sample, now, now_ns);
-        let mut report = IntervalReport {
-            light_read: sample.light_read,
-            candidates: new.len(),
-            sample_cpu_s,
-            sample_wall_s,
-            ..IntervalReport::default()
-        };
+        let mut report = IntervalReport::sampled(&sample, new.len(), sample_cpu_s, sample_wall_s);
         // The others as the last interval saw them, so that the homes given so far count
         // where they belong (a process gone since is left in until the next interval).
         let new_pids: BTreeSet<u32> = new.iter().map(|c| c.view.pid).collect();

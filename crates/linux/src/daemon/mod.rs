@@ -342,14 +342,7 @@ impl Daemon {
         }
         // A bad line in /proc/stat or /proc/vmstat costs its CPU or counter this interval,
         // not the interval.
-        let (cpustat, bad) = cpustat::read_lenient(&self.cfg.root)?;
-        self.warn_once(&bad, "that CPU's idle time is left out");
-        let idle = self
-            .prev_cpustat
-            .as_ref()
-            .map(|p| self.host.node_idle(p, &cpustat));
-        self.look_cpustat = Some(cpustat.clone());
-        self.prev_cpustat = Some(cpustat);
+        let idle = self.read_idle(false)?;
         let free = self.host.free_bytes(&self.cfg.root)?;
         // The kernel's own NUMA activity over the interval (automatic NUMA balancing's hint
         // faults and migrations, allocation hits and misses), for the status and metrics.
@@ -404,6 +397,25 @@ impl Daemon {
         }
         self.last_cands = cands;
         Ok(report)
+    }
+
+    /// Reads `/proc/stat` (a bad line costs its CPU's idle time, said once) and gives each
+    /// node's idle CPUs since the last interval, or with `look` since the last interval or
+    /// first look (`None` without an earlier reading).
+    fn read_idle(&mut self, look: bool) -> Result<Option<Vec<f64>>, DaemonError> {
+        let (cpustat, bad) = cpustat::read_lenient(&self.cfg.root)?;
+        self.warn_once(&bad, "that CPU's idle time is left out");
+        let earlier = if look {
+            &self.look_cpustat
+        } else {
+            &self.prev_cpustat
+        };
+        let idle = earlier.as_ref().map(|p| self.host.node_idle(p, &cpustat));
+        if !look {
+            self.prev_cpustat = Some(cpustat.clone());
+        }
+        self.look_cpustat = Some(cpustat);
+        Ok(idle)
     }
 
     /// The sample's candidates, with what the daemon knows of its own past actions.
@@ -465,13 +477,7 @@ impl Daemon {
         };
         let sample_cpu_s = thread_cpu_s() - cpu0;
         let sample_wall_s = now.elapsed().as_secs_f64();
-        let (cpustat, bad) = cpustat::read_lenient(&self.cfg.root)?;
-        self.warn_once(&bad, "that CPU's idle time is left out");
-        let idle = self
-            .look_cpustat
-            .as_ref()
-            .map(|p| self.host.node_idle(p, &cpustat));
-        self.look_cpustat = Some(cpustat);
+        let idle = self.read_idle(true)?;
         let free = self.host.free_bytes(&self.cfg.root)?;
         let new = self.candidates(&sample, now, now_ns);
         let mut report = IntervalReport::sampled(&sample, new.len(), sample_cpu_s, sample_wall_s);

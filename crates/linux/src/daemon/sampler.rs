@@ -99,6 +99,8 @@ pub struct Sampler {
     fresh: BTreeSet<ProcessKey>,
     /// ... and so it does those first read at a look since the last pass.
     looked: BTreeSet<ProcessKey>,
+    /// Processes read for the first time (or a reused PID) since the last pass or look.
+    first_reads: Vec<ProcessKey>,
     /// When the last pass or look read `/proc`.
     last_read_at: Option<Instant>,
     /// The PID most recently handed out (`/proc/loadavg`) before the last pass or look listed
@@ -127,18 +129,18 @@ impl Sampler {
         let first_pass = self.prev_light_at.is_none();
         // Read before the listing: whatever is created after it shows up at the next look.
         self.last_pid = procfs::loadavg::last_pid(root).ok();
-        let known_before: BTreeSet<ProcessKey> =
-            self.prev_light.values().map(|p| p.rate.light.key).collect();
+        self.first_reads.clear();
         let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
         // At the first pass every process is new to the daemon, but none is new to the host.
         let looked = std::mem::take(&mut self.looked);
+        let first_reads = std::mem::take(&mut self.first_reads);
         self.fresh = if first_pass {
             BTreeSet::new()
         } else {
-            light
-                .iter()
-                .map(|l| l.light.key)
-                .filter(|k| !known_before.contains(k) || looked.contains(k))
+            first_reads
+                .into_iter()
+                .chain(looked)
+                .filter(|k| self.prev_light.contains_key(&k.pid))
                 .collect()
         };
         self.last_read_at = Some(now);
@@ -224,14 +226,11 @@ impl Sampler {
                 continue;
             }
             read += 1;
-            let Some(rate) = self.read_light(&proc_root, pid, now, uptime_s, tck) else {
-                continue;
-            };
-            if !known {
-                self.looked.insert(rate.light.key);
+            if let Some(rate) = self.read_light(&proc_root, pid, now, uptime_s, tck) {
+                light.push(rate);
             }
-            light.push(rate);
         }
+        self.looked.extend(self.first_reads.drain(..));
         // The new processes busy enough, and the new ones homed already (at an earlier look:
         // their home is provisional, and they may have started threads since).
         let candidates = candidates_of(&light, cfg, managed, rules);
@@ -306,8 +305,8 @@ impl Sampler {
         Ok((out, read, skipped))
     }
 
-    /// Reads `pid`'s `stat` now and remembers it: its CPU rate since its last read, or over its
-    /// life when first seen. `None` for a process gone, malformed, a zombie, or a kernel
+    /// Reads `pid`'s `stat` now and remembers it (in `first_reads` too when first seen): its CPU
+    /// rate since its last read, or over its life when first seen. `None` for a process gone, malformed, a zombie, or a kernel
     /// thread (remembered as one).
     fn read_light(
         &mut self,
@@ -338,10 +337,14 @@ impl Sampler {
             threads: stat.num_threads,
             comm: stat.comm,
         };
-        let cpu = self
+        let prev = self
             .prev_light
             .get(&pid)
-            .filter(|p| p.rate.light.key == light.key)
+            .filter(|p| p.rate.light.key == light.key);
+        if prev.is_none() {
+            self.first_reads.push(light.key);
+        }
+        let cpu = prev
             .and_then(|p| {
                 let secs = now.saturating_duration_since(p.at).as_secs_f64();
                 (secs > 0.0)

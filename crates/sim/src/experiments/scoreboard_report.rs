@@ -86,10 +86,9 @@ pub fn write(
     headline(&mut md, r, s);
     let mut charts = Vec::new();
     charts.push(("standing.svg".to_string(), standing_chart(r)?));
-    let _ = writeln!(
-        md,
-        "![focus against the best, per row](standing.svg)\n\n## Every configuration, per row\n"
-    );
+    let _ = writeln!(md, "![focus against the best, per row](standing.svg)\n");
+    disturbance(&mut md, r);
+    let _ = writeln!(md, "## Every configuration, per row\n");
     for row in &r.rows {
         detail(&mut md, &mut charts, row, s)?;
     }
@@ -174,6 +173,54 @@ fn headline(md: &mut String, r: &ScoreboardResults, s: &ScoreboardSection) {
     );
 }
 
+/// hackbench's time (s) of a configuration, `-` where it has none.
+fn hackbench_cell(c: &ConfigResult) -> String {
+    c.hackbench_s
+        .filter(|_| c.error.is_none())
+        .map_or("-".into(), |h| format!("{:.2}({:.2})", h.mean, h.std))
+}
+
+/// Per numa_test row, how long hackbench took under the best configuration and under the
+/// focus: the other half of what numa_test measures.
+fn disturbance(md: &mut String, r: &ScoreboardResults) {
+    let rows: Vec<&ScoreRow> = r
+        .rows
+        .iter()
+        .filter(|row| row.configs.iter().any(|c| c.hackbench_s.is_some()))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "### hackbench beside numa_test's ElapsedTime\n\n\
+         ElapsedTime counts numa_test's jobs only. hackbench, the disturbance, runs on the same \
+         CPUs: a configuration that gives it less CPU time finishes the jobs sooner and \
+         hackbench later. HackbenchTime (s), mean(stddev), beside each row's ElapsedTime.\n\n\
+         | machine | size | best configuration | its ElapsedTime | its HackbenchTime | focus ElapsedTime | focus HackbenchTime |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: |"
+    );
+    for row in rows {
+        let get = |i: Option<usize>| i.map(|i| &row.configs[i]);
+        let (best, focus) = (get(row.best), get(row.focus));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.machine,
+            row.size,
+            best.map_or("none ran".into(), |b| format!(
+                "`{}`",
+                label(&b.scheduler, &b.placement)
+            )),
+            best.map_or("-".into(), cell),
+            best.map_or("-".into(), hackbench_cell),
+            focus.map_or("-".into(), cell),
+            focus.map_or("-".into(), hackbench_cell),
+        );
+    }
+    md.push('\n');
+}
+
 fn detail(
     md: &mut String,
     charts: &mut Charts,
@@ -222,6 +269,27 @@ fn detail(
             let _ = write!(md, " {t} |");
         }
         md.push('\n');
+    }
+    if row.configs.iter().any(|c| c.hackbench_s.is_some()) {
+        let _ = write!(
+            md,
+            "\nHackbenchTime (s), mean(stddev), the same runs:\n\n| scheduler |"
+        );
+        for p in &s.placements {
+            let _ = write!(md, " `{p}` |");
+        }
+        let _ = write!(md, "\n| --- |");
+        for _ in &s.placements {
+            let _ = write!(md, " ---: |");
+        }
+        md.push('\n');
+        for chunk in row.configs.chunks(np) {
+            let _ = write!(md, "| `{}` |", chunk[0].scheduler);
+            for c in chunk {
+                let _ = write!(md, " {} |", hackbench_cell(c));
+            }
+            md.push('\n');
+        }
     }
     let bars: Vec<Bar> = row
         .configs

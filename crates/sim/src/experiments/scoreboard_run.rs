@@ -34,6 +34,11 @@ pub struct ConfigResult {
     /// convergence: repetitions that did not converge within the watch.
     #[serde(skip_serializing_if = "is_zero")]
     pub never: u32,
+    /// numa_test: how long its disturbance, hackbench, took (mean and stddev over the
+    /// repetitions). ElapsedTime counts only the jobs: a scheduler that starves hackbench
+    /// gains there what hackbench loses, and this says so beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hackbench_s: Option<MeanStd>,
     /// Why the configuration could not run (its first failed repetition).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -120,8 +125,9 @@ impl Size {
     }
 }
 
-/// One run's figure: the value and whether it is censored (never converged).
-type Figure = Result<(f64, bool), String>;
+/// One run's figure: the value, whether it is censored (never converged) and, for
+/// numa_test, hackbench's time.
+type Figure = Result<(f64, bool, Option<f64>), String>;
 
 pub fn run(
     s: &ScoreboardSection,
@@ -209,15 +215,17 @@ pub fn run(
 
 fn config(sched: &str, placement: &str, runs: Vec<Figure>) -> ConfigResult {
     let error = runs.iter().find_map(|r| r.as_ref().err().cloned());
-    let ok: Vec<(f64, bool)> = runs.into_iter().filter_map(Result::ok).collect();
+    let ok: Vec<(f64, bool, Option<f64>)> = runs.into_iter().filter_map(Result::ok).collect();
     let values: Vec<f64> = ok.iter().map(|v| v.0).collect();
     let m = MeanStd::of(&values);
+    let hackbench: Option<Vec<f64>> = ok.iter().map(|v| v.2).collect();
     ConfigResult {
         scheduler: sched.into(),
         placement: placement.into(),
         mean: m.mean,
         std: m.std,
         never: ok.iter().filter(|v| v.1).count() as u32,
+        hackbench_s: hackbench.filter(|h| !h.is_empty()).map(|h| MeanStd::of(&h)),
         values,
         error,
     }
@@ -308,7 +316,8 @@ fn one(
                 ..Default::default()
             };
             let r = run_one_placed(topo, &spec, placement, &params, seed).map_err(|x| e(&x))?;
-            Ok((figures(&r, topo.nr_nodes()).elapsed_s, false))
+            let f = figures(&r, topo.nr_nodes());
+            Ok((f.elapsed_s, false, Some(f.hackbench_s)))
         }
         (RowWorkload::LightLoad, _) => {
             let mut p = LightLoadParams::default();
@@ -316,7 +325,7 @@ fn one(
                 p.iterations = i;
             }
             let r = light_load::run_one(topo, &p, sched, placement, seed).map_err(|x| e(&x))?;
-            Ok((r.runtime_s, false))
+            Ok((r.runtime_s, false, None))
         }
         (RowWorkload::Convergence, Size::Shape(procs, threads)) => {
             let watch_s = g.watch_s.unwrap_or(super::study_spec::REF_WATCH_S);
@@ -332,8 +341,8 @@ fn one(
             )
             .map_err(|x| e(&x))?;
             Ok(match r.converged_s {
-                Some(t) => (t, false),
-                None => (watch_s, true),
+                Some(t) => (t, false, None),
+                None => (watch_s, true, None),
             })
         }
         (RowWorkload::Oltp, Size::Threads(n)) => {
@@ -343,7 +352,7 @@ fn one(
             };
             let (tps, _) =
                 oltp::run_one(topo, n, &base, sched, placement, seed).map_err(|x| e(&x))?;
-            Ok((tps, false))
+            Ok((tps, false, None))
         }
         (RowWorkload::Numa01 | RowWorkload::Numa02, _) => {
             let numa01 = g.workload == RowWorkload::Numa01;
@@ -366,7 +375,7 @@ fn one(
                 seed,
             )
             .map_err(|x| e(&x))?;
-            Ok((r.elapsed_s, false))
+            Ok((r.elapsed_s, false, None))
         }
         _ => Err("no size for this workload".into()),
     }

@@ -99,6 +99,14 @@ fn a_tiny_board_has_every_configuration_and_a_best_mark_and_is_reproducible() {
             );
             assert_eq!(c.values.len(), 2, "2 repetitions");
             assert!(c.mean > 0.0);
+            // numa_test runs hackbench beside its jobs and says how long it took; the other
+            // workloads have no disturbance.
+            let hackbench = c.hackbench_s.map(|h| h.mean);
+            if row.workload == "numa_test" {
+                assert!(hackbench.is_some_and(|h| h > 0.0), "{} {c:?}", row.size);
+            } else {
+                assert_eq!(hackbench, None, "{}", row.workload);
+            }
         }
         let best = row.best.expect("a best configuration");
         let higher = row.higher_is_better;
@@ -120,6 +128,11 @@ fn a_tiny_board_has_every_configuration_and_a_best_mark_and_is_reproducible() {
         "{md}"
     );
     assert!(md.contains("| `o1` |"), "historical scheduler row: {md}");
+    assert!(
+        md.contains("### hackbench beside numa_test's ElapsedTime")
+            && md.contains("HackbenchTime (s), mean(stddev), the same runs:"),
+        "hackbench's time beside the numa_test rows: {md}"
+    );
     assert!(md.contains("**"), "a best mark: {md}");
     assert!(a.charts.iter().any(|(n, _)| n == "standing.svg"));
     assert!(a.charts.iter().all(|(_, svg)| svg.starts_with("<svg")));

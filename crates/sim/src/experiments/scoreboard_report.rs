@@ -245,51 +245,19 @@ fn detail(
             " (lower is better)"
         }
     );
-    let _ = write!(md, "| scheduler |");
-    for p in &s.placements {
-        let _ = write!(md, " `{p}` |");
-    }
-    let _ = write!(md, "\n| --- |");
-    for _ in &s.placements {
-        let _ = write!(md, " ---: |");
-    }
-    md.push('\n');
-    let np = s.placements.len().max(1);
-    for chunk in row.configs.chunks(np) {
-        let _ = write!(md, "| `{}` |", chunk[0].scheduler);
-        for c in chunk {
-            let i = row.configs.iter().position(|x| std::ptr::eq(x, c));
-            let mut t = cell(c);
-            if i.is_some() && i == row.focus {
-                t = format!("*{t}*");
-            }
-            if i.is_some() && i == row.best {
-                t = format!("**{t}**");
-            }
-            let _ = write!(md, " {t} |");
+    grid(md, row, s, |i, c| {
+        let mut t = cell(c);
+        if Some(i) == row.focus {
+            t = format!("*{t}*");
         }
-        md.push('\n');
-    }
+        if Some(i) == row.best {
+            t = format!("**{t}**");
+        }
+        t
+    });
     if row.configs.iter().any(|c| c.hackbench_s.is_some()) {
-        let _ = write!(
-            md,
-            "\nHackbenchTime (s), mean(stddev), the same runs:\n\n| scheduler |"
-        );
-        for p in &s.placements {
-            let _ = write!(md, " `{p}` |");
-        }
-        let _ = write!(md, "\n| --- |");
-        for _ in &s.placements {
-            let _ = write!(md, " ---: |");
-        }
-        md.push('\n');
-        for chunk in row.configs.chunks(np) {
-            let _ = write!(md, "| `{}` |", chunk[0].scheduler);
-            for c in chunk {
-                let _ = write!(md, " {} |", hackbench_cell(c));
-            }
-            md.push('\n');
-        }
+        let _ = writeln!(md, "\nHackbenchTime (s), mean(stddev), the same runs:\n");
+        grid(md, row, s, |_, c| hackbench_cell(c));
     }
     let bars: Vec<Bar> = row
         .configs
@@ -309,6 +277,33 @@ fn detail(
     charts.push((format!("{id}.svg"), bar_chart(&title, &row.metric, &bars)?));
     let _ = writeln!(md, "\n![{}]({id}.svg)\n", row.metric);
     Ok(())
+}
+
+/// A row's configurations as a table: schedulers down, placements across, each cell
+/// `text(index in row.configs, configuration)`.
+fn grid(
+    md: &mut String,
+    row: &ScoreRow,
+    s: &ScoreboardSection,
+    text: impl Fn(usize, &ConfigResult) -> String,
+) {
+    let _ = write!(md, "| scheduler |");
+    for p in &s.placements {
+        let _ = write!(md, " `{p}` |");
+    }
+    let _ = write!(md, "\n| --- |");
+    for _ in &s.placements {
+        let _ = write!(md, " ---: |");
+    }
+    md.push('\n');
+    let np = s.placements.len().max(1);
+    for (k, chunk) in row.configs.chunks(np).enumerate() {
+        let _ = write!(md, "| `{}` |", chunk[0].scheduler);
+        for (j, c) in chunk.iter().enumerate() {
+            let _ = write!(md, " {} |", text(k * np + j, c));
+        }
+        md.push('\n');
+    }
 }
 
 /// The focus's distance to the best per row, percent (0: the focus is the best).

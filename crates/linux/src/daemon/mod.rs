@@ -1218,7 +1218,9 @@ fn log_start(d: &Daemon) {
         d.host.nr_nodes(),
         if d.host.fake { " (fake NUMA)" } else { "" },
         if d.cfg.dry_run {
-            ", dry run: nothing will be changed"
+            ", dry run: nothing will be changed (the policy goes on as if its decisions had \
+             been applied: a memory move asked again, then noted as not taking, is the dry \
+             run's)"
         } else {
             ""
         },

@@ -482,12 +482,15 @@ impl Daemon {
         let new = self.candidates(&sample, now, now_ns);
         let mut report = IntervalReport::sampled(&sample, new.len(), sample_cpu_s, sample_wall_s);
         // The others as the last interval saw them, so that the homes given so far count
-        // where they belong (a process gone since is left in until the next interval).
+        // where they belong; those that exited since (their `/proc` directory is gone: one
+        // `stat` call each) no longer count.
         let new_pids: BTreeSet<u32> = new.iter().map(|c| c.view.pid).collect();
+        let proc_dir = crate::procfs::proc_dir(&self.cfg.root);
         let mut all: Vec<snapshot::Candidate> = self
             .last_cands
             .iter()
             .filter(|c| !new_pids.contains(&c.view.pid))
+            .filter(|c| proc_dir.join(c.view.pid.to_string()).exists())
             .cloned()
             .chain(new)
             .collect();

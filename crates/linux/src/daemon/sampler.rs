@@ -350,7 +350,10 @@ impl Sampler {
                 (secs > 0.0)
                     .then(|| light.ticks.saturating_sub(p.rate.light.ticks) as f64 / tck / secs)
             })
-            .or_else(|| uptime_s.and_then(|u| lifetime_rate(&light, u, tck)));
+            .or_else(|| uptime_s.and_then(|u| lifetime_rate(&light, u, tck)))
+            // No more CPUs than it has threads: `stat` counts whole ticks, so a window of a
+            // few ticks (a first look soon after a read) can show more.
+            .map(|c| c.min(f64::from(light.threads.max(1))));
         let rate = LightRate { light, cpu };
         self.prev_light.insert(
             pid,

@@ -297,6 +297,63 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
     assert_eq!((c.first_looks, c.first_looks_found), (4, 2));
 }
 
+/// A process that exits between two intervals no longer counts at a first look: a copy of
+/// the database server started after it exited is homed on the node the server held, where
+/// its memory is, and not kept off it by the server's threads.
+#[test]
+fn a_first_look_does_not_count_a_process_that_exited_since_the_interval() {
+    let tmp = copy_fixture("multinode-4n");
+    let proc_dir = tmp.path().join("proc");
+    std::fs::write(proc_dir.join("uptime"), "100.00 350.00\n").expect("uptime");
+    let loadavg = |last: u32| {
+        let text = format!("0.50 0.40 0.30 2/90 {last}\n");
+        std::fs::write(proc_dir.join("loadavg"), text).expect("loadavg");
+    };
+    loadavg(1600);
+    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    d.interval().expect("interval 1");
+    // The server busy: 10 CPU seconds more, a rate that fills its 4 threads however long
+    // the interval took.
+    add_user_ticks(&proc_dir, 1000, 1000);
+    d.interval().expect("interval 2");
+    let home_of = |d: &Daemon, pid: u32| {
+        let s = d.status().lock().expect("status").clone();
+        let p = s.processes.iter().find(|p| p.pid == pid)?;
+        (!p.home.is_empty()).then(|| p.home.clone())
+    };
+    let db_home = home_of(&d, 1000).expect("the database server is homed");
+    // It exits; a copy of it starts (10 s ago, tick 9000) with 4 busy threads.
+    copy_process(&proc_dir, 1000, 2000, 9000, 0);
+    std::fs::remove_dir_all(proc_dir.join("1000")).expect("exit");
+    loadavg(2003);
+    let first = d.look().expect("look").expect("a new candidate");
+    assert!(first.actions.is_empty(), "{first:?}");
+    add_user_ticks(&proc_dir, 2000, 50);
+    let second = d.look().expect("look").expect("a new candidate");
+    let homed: Vec<_> = second
+        .actions
+        .iter()
+        .filter_map(|(a, _)| match a {
+            policy::Action::SetHome {
+                pid: 2000, nodes, ..
+            } => Some(nodes.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(homed, [db_home], "{second:?}");
+}
+
+/// Adds `extra` ticks of user time to process `pid`'s `stat`.
+fn add_user_ticks(proc_dir: &Path, pid: u32, extra: u64) {
+    let path = proc_dir.join(pid.to_string()).join("stat");
+    let stat = std::fs::read_to_string(&path).expect("stat");
+    let (head, rest) = stat.split_once(") ").expect("comm");
+    let mut f: Vec<String> = rest.split_whitespace().map(String::from).collect();
+    let utime: u64 = f[11].parse().expect("utime");
+    f[11] = (utime + extra).to_string();
+    std::fs::write(&path, format!("{head}) {}\n", f.join(" "))).expect("write");
+}
+
 /// Copies process `from`'s directory to `to`, with `to`'s PID and start time (ticks) in its
 /// `stat` and `extra` more ticks of user time.
 fn copy_process(proc_dir: &Path, from: u32, to: u32, start: u64, extra: u64) {

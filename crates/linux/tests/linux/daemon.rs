@@ -256,15 +256,8 @@ fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
 /// look").
 #[test]
 fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
-    let tmp = copy_fixture("multinode-4n");
-    let proc_dir = tmp.path().join("proc");
-    // 100 s up: processes' ages (start times in ticks at 100 Hz) can be known.
-    std::fs::write(proc_dir.join("uptime"), "100.00 350.00\n").expect("uptime");
-    let loadavg = |last: u32| {
-        let text = format!("0.50 0.40 0.30 2/90 {last}\n");
-        std::fs::write(proc_dir.join("loadavg"), text).expect("loadavg");
-    };
-    loadavg(1600);
+    let (tmp, proc_dir) = look_fixture();
+    let loadavg = |last: u32| set_last_pid(&proc_dir, last);
     let mut c = config(tmp.path());
     c.scan.candidate_min_cpu = 0.5;
     let mut d = Daemon::start(c).expect("start");
@@ -302,14 +295,8 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
 /// its memory is, and not kept off it by the server's threads.
 #[test]
 fn a_first_look_does_not_count_a_process_that_exited_since_the_interval() {
-    let tmp = copy_fixture("multinode-4n");
-    let proc_dir = tmp.path().join("proc");
-    std::fs::write(proc_dir.join("uptime"), "100.00 350.00\n").expect("uptime");
-    let loadavg = |last: u32| {
-        let text = format!("0.50 0.40 0.30 2/90 {last}\n");
-        std::fs::write(proc_dir.join("loadavg"), text).expect("loadavg");
-    };
-    loadavg(1600);
+    let (tmp, proc_dir) = look_fixture();
+    let loadavg = |last: u32| set_last_pid(&proc_dir, last);
     let mut d = Daemon::start(config(tmp.path())).expect("start");
     d.interval().expect("interval 1");
     // The server busy: 10 CPU seconds more, a rate that fills its 4 threads however long
@@ -341,6 +328,22 @@ fn a_first_look_does_not_count_a_process_that_exited_since_the_interval() {
         })
         .collect();
     assert_eq!(homed, [db_home], "{second:?}");
+}
+
+/// The 4-node fixture for first looks, and its `proc` directory: 100 s up (processes' ages,
+/// from start times in ticks at 100 Hz, can be known), the last PID handed out 1600.
+fn look_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = copy_fixture("multinode-4n");
+    let proc_dir = tmp.path().join("proc");
+    std::fs::write(proc_dir.join("uptime"), "100.00 350.00\n").expect("uptime");
+    set_last_pid(&proc_dir, 1600);
+    (tmp, proc_dir)
+}
+
+/// `/proc/loadavg` with `last` as the last PID handed out.
+fn set_last_pid(proc_dir: &Path, last: u32) {
+    let text = format!("0.50 0.40 0.30 2/90 {last}\n");
+    std::fs::write(proc_dir.join("loadavg"), text).expect("loadavg");
 }
 
 /// Adds `extra` ticks of user time to process `pid`'s `stat`.

@@ -348,13 +348,10 @@ fn set_last_pid(proc_dir: &Path, last: u32) {
 
 /// Adds `extra` ticks of user time to process `pid`'s `stat`.
 fn add_user_ticks(proc_dir: &Path, pid: u32, extra: u64) {
-    let path = proc_dir.join(pid.to_string()).join("stat");
-    let stat = std::fs::read_to_string(&path).expect("stat");
-    let (head, rest) = stat.split_once(") ").expect("comm");
-    let mut f: Vec<String> = rest.split_whitespace().map(String::from).collect();
-    let utime: u64 = f[11].parse().expect("utime");
-    f[11] = (utime + extra).to_string();
-    std::fs::write(&path, format!("{head}) {}\n", f.join(" "))).expect("write");
+    rewrite_stat(&proc_dir.join(pid.to_string()), |_, f| {
+        let utime: u64 = f[11].parse().expect("utime");
+        f[11] = (utime + extra).to_string();
+    });
 }
 
 /// Copies process `from`'s directory to `to`, with `to`'s PID and start time (ticks) in its
@@ -364,13 +361,22 @@ fn copy_process(proc_dir: &Path, from: u32, to: u32, start: u64, extra: u64) {
     let dst = proc_dir.join(to.to_string());
     let _ = std::fs::remove_dir_all(&dst);
     crate::common::copy_dir(&src, &dst);
-    let stat = std::fs::read_to_string(src.join("stat")).expect("stat");
+    rewrite_stat(&dst, |head, f| {
+        *head = head.replacen(&from.to_string(), &to.to_string(), 1);
+        f[19] = start.to_string();
+    });
+    add_user_ticks(proc_dir, to, extra);
+}
+
+/// Rewrites the `stat` of process directory `dir`: `edit` gets what precedes the command's
+/// closing parenthesis and the fields after it (state is field 3 of stat, so utime, field 14,
+/// is `f[11]` and starttime, field 22, `f[19]`).
+fn rewrite_stat(dir: &Path, edit: impl FnOnce(&mut String, &mut Vec<String>)) {
+    let path = dir.join("stat");
+    let stat = std::fs::read_to_string(&path).expect("stat");
     let (head, rest) = stat.split_once(") ").expect("comm");
+    let mut head = head.to_string();
     let mut f: Vec<String> = rest.split_whitespace().map(String::from).collect();
-    // After the command: state is field 3 of stat, utime 14, starttime 22.
-    let utime: u64 = f[11].parse().expect("utime");
-    f[11] = (utime + extra).to_string();
-    f[19] = start.to_string();
-    let head = head.replacen(&from.to_string(), &to.to_string(), 1);
-    std::fs::write(dst.join("stat"), format!("{head}) {}\n", f.join(" "))).expect("write");
+    edit(&mut head, &mut f);
+    std::fs::write(&path, format!("{head}) {}\n", f.join(" "))).expect("write");
 }

@@ -95,6 +95,13 @@ pub fn write(
     Ok((md, charts))
 }
 
+/// The best configuration's name in a table cell (`none ran` when no configuration did).
+fn best_label(best: Option<&ConfigResult>) -> String {
+    best.map_or("none ran".into(), |b| {
+        format!("`{}`", label(&b.scheduler, &b.placement))
+    })
+}
+
 fn list(v: &[String]) -> String {
     v.iter()
         .map(|x| format!("`{x}`"))
@@ -140,10 +147,7 @@ fn headline(md: &mut String, r: &ScoreboardResults, s: &ScoreboardSection) {
             row.machine,
             if row.size.is_empty() { "-" } else { &row.size },
             row.metric,
-            best.map_or("none ran".into(), |b| format!(
-                "`{}`",
-                label(&b.scheduler, &b.placement)
-            )),
+            best_label(best),
             best.map_or("-".into(), cell),
             focus.map_or_else(
                 || {
@@ -208,10 +212,7 @@ fn disturbance(md: &mut String, r: &ScoreboardResults) {
             "| {} | {} | {} | {} | {} | {} | {} |",
             row.machine,
             row.size,
-            best.map_or("none ran".into(), |b| format!(
-                "`{}`",
-                label(&b.scheduler, &b.placement)
-            )),
+            best_label(best),
             best.map_or("-".into(), cell),
             best.map_or("-".into(), hackbench_cell),
             focus.map_or("-".into(), cell),

@@ -125,9 +125,28 @@ impl Size {
     }
 }
 
-/// One run's figure: the value, whether it is censored (never converged) and, for
-/// numa_test, hackbench's time.
-type Figure = Result<(f64, bool, Option<f64>), String>;
+/// One run's figure, or why it could not run.
+type Figure = Result<RunFigure, String>;
+
+/// What one run of a configuration gives.
+#[derive(Clone, Copy)]
+struct RunFigure {
+    value: f64,
+    /// Censored: a convergence run that never converged (`value` is the watch length).
+    never: bool,
+    /// numa_test: hackbench's time, s.
+    hackbench_s: Option<f64>,
+}
+
+impl RunFigure {
+    fn of(value: f64) -> Self {
+        RunFigure {
+            value,
+            never: false,
+            hackbench_s: None,
+        }
+    }
+}
 
 pub fn run(
     s: &ScoreboardSection,
@@ -215,16 +234,16 @@ pub fn run(
 
 fn config(sched: &str, placement: &str, runs: Vec<Figure>) -> ConfigResult {
     let error = runs.iter().find_map(|r| r.as_ref().err().cloned());
-    let ok: Vec<(f64, bool, Option<f64>)> = runs.into_iter().filter_map(Result::ok).collect();
-    let values: Vec<f64> = ok.iter().map(|v| v.0).collect();
+    let ok: Vec<RunFigure> = runs.into_iter().filter_map(Result::ok).collect();
+    let values: Vec<f64> = ok.iter().map(|v| v.value).collect();
     let m = MeanStd::of(&values);
-    let hackbench: Option<Vec<f64>> = ok.iter().map(|v| v.2).collect();
+    let hackbench: Option<Vec<f64>> = ok.iter().map(|v| v.hackbench_s).collect();
     ConfigResult {
         scheduler: sched.into(),
         placement: placement.into(),
         mean: m.mean,
         std: m.std,
-        never: ok.iter().filter(|v| v.1).count() as u32,
+        never: ok.iter().filter(|v| v.never).count() as u32,
         hackbench_s: hackbench.filter(|h| !h.is_empty()).map(|h| MeanStd::of(&h)),
         values,
         error,
@@ -317,7 +336,10 @@ fn one(
             };
             let r = run_one_placed(topo, &spec, placement, &params, seed).map_err(|x| e(&x))?;
             let f = figures(&r, topo.nr_nodes());
-            Ok((f.elapsed_s, false, Some(f.hackbench_s)))
+            Ok(RunFigure {
+                hackbench_s: Some(f.hackbench_s),
+                ..RunFigure::of(f.elapsed_s)
+            })
         }
         (RowWorkload::LightLoad, _) => {
             let mut p = LightLoadParams::default();
@@ -325,7 +347,7 @@ fn one(
                 p.iterations = i;
             }
             let r = light_load::run_one(topo, &p, sched, placement, seed).map_err(|x| e(&x))?;
-            Ok((r.runtime_s, false, None))
+            Ok(RunFigure::of(r.runtime_s))
         }
         (RowWorkload::Convergence, Size::Shape(procs, threads)) => {
             let watch_s = g.watch_s.unwrap_or(super::study_spec::REF_WATCH_S);
@@ -341,8 +363,11 @@ fn one(
             )
             .map_err(|x| e(&x))?;
             Ok(match r.converged_s {
-                Some(t) => (t, false, None),
-                None => (watch_s, true, None),
+                Some(t) => RunFigure::of(t),
+                None => RunFigure {
+                    never: true,
+                    ..RunFigure::of(watch_s)
+                },
             })
         }
         (RowWorkload::Oltp, Size::Threads(n)) => {
@@ -352,7 +377,7 @@ fn one(
             };
             let (tps, _) =
                 oltp::run_one(topo, n, &base, sched, placement, seed).map_err(|x| e(&x))?;
-            Ok((tps, false, None))
+            Ok(RunFigure::of(tps))
         }
         (RowWorkload::Numa01 | RowWorkload::Numa02, _) => {
             let numa01 = g.workload == RowWorkload::Numa01;
@@ -375,7 +400,7 @@ fn one(
                 seed,
             )
             .map_err(|x| e(&x))?;
-            Ok((r.elapsed_s, false, None))
+            Ok(RunFigure::of(r.elapsed_s))
         }
         _ => Err("no size for this workload".into()),
     }

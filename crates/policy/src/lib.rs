@@ -57,6 +57,10 @@ pub trait NodePolicy {
     fn first_look(&mut self, _snap: &Snapshot<'_>) -> Vec<Action> {
         Vec::new()
     }
+    /// The mechanism did not carry out these actions of the last decision or look (a dry run
+    /// carries out none): a policy that judges its requests by what they changed on the host
+    /// forgets them, so that it does not take "nothing changed" for "it did not work".
+    fn not_applied(&mut self, _actions: &[Action]) {}
 }
 
 /// The policy that never acts (the kernel alone decides placement).

@@ -535,6 +535,7 @@ impl Daemon {
         let homed = self.set_homes(&actions);
         let mut sliced = self.set_slices(&actions, &homed).into_iter();
         let mut homed = homed.into_iter();
+        let mut not_applied = Vec::new();
         for a in actions {
             let t = Instant::now();
             let done = match a {
@@ -546,7 +547,15 @@ impl Daemon {
             if matches!(a, Action::MoveMemory { .. }) {
                 report.move_wall_s += t.elapsed().as_secs_f64();
             }
+            if matches!(outcome, Outcome::DryRun | Outcome::Skipped(_)) {
+                not_applied.push(a.clone());
+            }
             report.actions.push((a, outcome));
+        }
+        // The policy judges its memory moves by what they changed: it must know which
+        // were never made (a dry run, fake NUMA, an exited process).
+        if !not_applied.is_empty() {
+            self.policy.not_applied(&not_applied);
         }
     }
 
@@ -1221,9 +1230,9 @@ fn log_start(d: &Daemon) {
         d.host.nr_nodes(),
         if d.host.fake { " (fake NUMA)" } else { "" },
         if d.cfg.dry_run {
-            ", dry run: nothing will be changed (the policy goes on as if its decisions had \
-             been applied: a memory move asked again, then noted as not taking, is the dry \
-             run's)"
+            ", dry run: nothing will be changed (the policy goes on as if its homes and \
+             slices had been set; its memory moves, never made, are asked again at every \
+             interval)"
         } else {
             ""
         },

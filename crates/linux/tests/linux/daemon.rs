@@ -380,3 +380,41 @@ fn rewrite_stat(dir: &Path, edit: impl FnOnce(&mut String, &mut Vec<String>)) {
     edit(&mut head, &mut f);
     std::fs::write(&path, format!("{head}) {}\n", f.join(" "))).expect("write");
 }
+
+/// A dry run moves no memory, so every fresh reading shows the same remote memory. Its policy
+/// took that for moves that "did not take" and, from the third interval with a home, asked for
+/// none for `move_retry_s`: the dry run showed a daemon that gives up on memory that the real
+/// one would have moved. The moves not made are reported back to the policy, and the dry run
+/// asks for them at every interval.
+#[test]
+fn a_dry_run_asks_for_the_same_memory_moves_at_every_interval() {
+    let (tmp, proc_dir) = look_fixture();
+    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    // Per interval, the nodes its memory moves would come from.
+    let mut froms: Vec<Vec<usize>> = Vec::new();
+    for i in 0..7 {
+        // The database server busy at every interval (its threads full).
+        add_user_ticks(&proc_dir, 1000, 1000);
+        let r = d.interval().unwrap_or_else(|e| panic!("interval {i}: {e}"));
+        froms.push(
+            r.actions
+                .iter()
+                .filter_map(|(a, _)| match a {
+                    policy::Action::MoveMemory { from, .. } => Some(*from),
+                    _ => None,
+                })
+                .collect(),
+        );
+    }
+    let first = froms
+        .iter()
+        .position(|f| !f.is_empty())
+        .expect("a move is asked");
+    assert!(first + 3 < froms.len(), "{froms:?}");
+    // Its largest remote part (12 MiB on node 3) first, at every interval: not given up on
+    // after two, for the smaller parts on nodes 0 and 1.
+    assert!(
+        froms[first..].iter().all(|f| *f == [3]),
+        "the same moves at every interval once homed: {froms:?}"
+    );
+}

@@ -272,6 +272,34 @@ impl NodePolicy for HomenodePolicy {
         &self.notes
     }
 
+    /// Memory moves not made are taken off the requests that the next fresh reading judges
+    /// (step 4's "did not take"): a dry run, whose host never changes, asks them again at
+    /// every interval instead of blocking the node for `move_retry_s`.
+    fn not_applied(&mut self, actions: &[Action]) {
+        for a in actions {
+            let Action::MoveMemory {
+                pid,
+                start_time,
+                from,
+                bytes,
+                ..
+            } = a
+            else {
+                continue;
+            };
+            let Some(st) = self.procs.get_mut(pid) else {
+                continue;
+            };
+            if st.start_time != *start_time {
+                continue;
+            }
+            for r in st.requested.iter_mut().filter(|r| r.0 == *from) {
+                r.1 = r.1.saturating_sub(*bytes);
+            }
+            st.requested.retain(|r| r.1 > 0);
+        }
+    }
+
     fn first_look_every_ns(&self) -> Option<u64> {
         (self.cfg.first_look_s > 0.0).then(|| (self.cfg.first_look_s * 1e9).max(1.0) as u64)
     }

@@ -722,6 +722,55 @@ fn memory_that_will_not_move_is_left_alone_for_a_while() {
     assert_eq!(pol.decide(&snap(&t, 304, vec![p])).len(), 2);
 }
 
+/// A dry run (`homenode run --dry-run`) made none of its moves, and its policy read the host's
+/// unchanged memory at the next intervals as moves that "did not take": after two intervals
+/// it blocked the node for `move_retry_s` and the log showed a failure that never happened.
+/// Moves reported as not applied are not judged: they are asked again at every interval.
+#[test]
+fn moves_the_mechanism_did_not_make_are_asked_again_not_judged() {
+    let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
+    let p = homed(proc(&t, 1, 1.0, 1, 1, &[64 * MIB, GIB]), &[1]);
+    let mut pol = HomenodePolicy::default();
+    for at in 0..5 {
+        let a = pol.decide(&snap(&t, at, vec![p.clone()]));
+        assert_eq!(a.len(), 2, "interval {at}: {:?}", pol.notes());
+        assert!(pol.notes().is_empty(), "interval {at}: {:?}", pol.notes());
+        pol.not_applied(&a);
+    }
+    // Only the moves reported: a process of another start time is someone else.
+    let a = pol.decide(&snap(&t, 5, vec![p.clone()]));
+    let other: Vec<Action> = a
+        .iter()
+        .map(|a| match a.clone() {
+            Action::MoveMemory {
+                pid,
+                start_time,
+                from,
+                to,
+                bytes,
+                reason,
+            } => Action::MoveMemory {
+                pid,
+                start_time: start_time + 1,
+                from,
+                to,
+                bytes,
+                reason,
+            },
+            other => other,
+        })
+        .collect();
+    pol.not_applied(&other);
+    assert_eq!(pol.decide(&snap(&t, 6, vec![p.clone()])).len(), 2);
+    assert!(pol.decide(&snap(&t, 7, vec![p])).is_empty());
+    assert_eq!(
+        pol.notes(),
+        [
+            "pid 1 (pid1): 64.0 MiB on node 0 stays there this interval, home node 1: earlier moves from that node did not take (move_retry_s)"
+        ]
+    );
+}
+
 /// The VM rig's `numatest8`: with the kernel's NUMA balancing migrating the same pages,
 /// `move_pages` moved part of a batch and found the rest busy ("2170 pages moved, 2419
 /// failed"), less than half of what was asked, and the job's remaining remote memory was

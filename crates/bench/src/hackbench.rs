@@ -7,9 +7,10 @@
 //! created first and wait at a gate, then start together; the duration reported is that of
 //! the whole peak, from the creation of the first thread to the end of the last one.
 //!
-//! Threads rather than processes: the peak is the same kind of load for the scheduler (many
-//! short-lived runnable tasks waking each other through sockets, 40 per group), and the
-//! benchmark needs no `fork` in a multi-threaded dispatcher.
+//! Threads are the same kind of load for the scheduler as processes (many short-lived
+//! runnable tasks waking each other through sockets, 40 per group), but they share one address
+//! space; numa_test's hackbench of 2002 forked processes, which [`crate::hackbench_procs`]
+//! runs (the benchmark's default), with no `fork` in the multi-threaded dispatcher.
 
 use crate::error::BenchError;
 use std::io::{Read, Write};
@@ -91,15 +92,21 @@ pub enum HackbenchError {
 
 type Worker = JoinHandle<Result<(), HackbenchError>>;
 
-/// Run the peak; returns its duration.
-pub fn run(p: &HackbenchParams) -> Result<Duration, BenchError> {
-    if p.groups == 0 {
-        return Ok(Duration::ZERO);
-    }
-    if p.senders == 0 || p.receivers == 0 || p.msg_bytes == 0 {
+/// Refuses a peak without senders, receivers or message bytes.
+pub(crate) fn check(p: &HackbenchParams) -> Result<(), BenchError> {
+    if p.groups > 0 && (p.senders == 0 || p.receivers == 0 || p.msg_bytes == 0) {
         return Err(BenchError::Hackbench(
             "senders, receivers and message size must be at least 1".into(),
         ));
+    }
+    Ok(())
+}
+
+/// Run the peak with threads; returns its duration.
+pub fn run(p: &HackbenchParams) -> Result<Duration, BenchError> {
+    check(p)?;
+    if p.groups == 0 {
+        return Ok(Duration::ZERO);
     }
     raise_fd_limit(u64::from(p.groups) * u64::from(p.receivers) * 2 + 256)?;
     let t0 = Instant::now();
@@ -201,7 +208,7 @@ fn sender(
 
 /// Make sure the process may open `need` descriptors: raise the soft limit up to the hard
 /// limit if needed.
-fn raise_fd_limit(need: u64) -> Result<(), BenchError> {
+pub(crate) fn raise_fd_limit(need: u64) -> Result<(), BenchError> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)
         .map_err(|e| BenchError::Hackbench(format!("getrlimit(NOFILE): {e}")))?;

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod daemon;
 pub mod error;
 pub mod hackbench;
+pub mod hackbench_procs;
 pub mod llc_share;
 pub mod numa_test;
 pub mod overhead;

@@ -50,6 +50,26 @@ pub struct WorkerCommand {
 pub struct Disturbance {
     pub at: Duration,
     pub hackbench: HackbenchParams,
+    /// Its senders and receivers are processes forked by a helper started with this command
+    /// (`homenode bench hackbench`, [`crate::hackbench_procs`]), as in the original; `None`:
+    /// threads of the dispatcher (`hackbench -T`).
+    pub processes: Option<WorkerCommand>,
+}
+
+impl Disturbance {
+    /// "G groups of processes at T s" (or "of threads").
+    pub fn describe(&self) -> String {
+        let tasks = if self.processes.is_some() {
+            "processes"
+        } else {
+            "threads"
+        };
+        format!(
+            "{} groups of {tasks} at {} s",
+            self.hackbench.groups,
+            self.at.as_secs_f64()
+        )
+    }
 }
 
 /// One run's configuration.
@@ -200,7 +220,10 @@ pub fn run_once(
         std::thread::spawn(move || -> Option<Result<Duration, BenchError>> {
             let due = t0 + d.at;
             match cancel_rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                Err(mpsc::RecvTimeoutError::Timeout) => Some(hackbench::run(&d.hackbench)),
+                Err(mpsc::RecvTimeoutError::Timeout) => Some(match &d.processes {
+                    Some(cmd) => crate::hackbench_procs::run(cmd, &d.hackbench),
+                    None => hackbench::run(&d.hackbench),
+                }),
                 _ => None,
             }
         })
@@ -495,12 +518,7 @@ pub fn host_options(set: &NumaTestSet, runs: &[BenchRun]) -> Vec<(String, String
                 .iter()
                 .filter(|x| matches!(x.peak, PeakOutcome::Ran(_)))
                 .count();
-            format!(
-                "{} groups at {} s, ran in {ran} of {} runs",
-                d.hackbench.groups,
-                d.at.as_secs_f64(),
-                runs.len()
-            )
+            format!("{}, ran in {ran} of {} runs", d.describe(), runs.len())
         }
     };
     v.push(("hackbench".to_string(), peak));

@@ -43,6 +43,12 @@ enum BenchCmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The load peak's processes (started by numa-test): forks them and waits for them.
+    #[command(hide = true)]
+    Hackbench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args)]
@@ -68,6 +74,10 @@ pub struct NumaTestArgs {
     /// hackbench groups (20 senders and 20 receivers each).
     #[arg(long, default_value_t = 20)]
     hackbench_groups: u32,
+    /// hackbench's senders and receivers as threads of this process (`hackbench -T`) instead
+    /// of processes (the original's).
+    #[arg(long)]
+    hackbench_threads: bool,
     /// Interval of the per-node sampling, milliseconds.
     #[arg(long, default_value_t = 10)]
     sample_ms: u64,
@@ -147,6 +157,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
             outln!("{line}");
             Ok(())
         }
+        BenchCmd::Hackbench { args } => {
+            bench::hackbench_procs::helper_main(&args).map_err(|e| anyhow!("{e}"))
+        }
     }
 }
 
@@ -156,11 +169,16 @@ fn host_nodes(fake: Option<usize>) -> Result<CpuNodeMap> {
 }
 
 fn worker_command() -> Result<WorkerCommand> {
-    let program =
-        std::env::current_exe().context("cannot find the homenode binary to start workers")?;
+    self_command("worker")
+}
+
+/// This binary's hidden `bench SUB` subcommand, as a command to start.
+fn self_command(sub: &str) -> Result<WorkerCommand> {
+    let program = std::env::current_exe()
+        .with_context(|| format!("cannot find the homenode binary to start `bench {sub}`"))?;
     Ok(WorkerCommand {
         program,
-        prefix_args: vec!["bench".into(), "worker".into()],
+        prefix_args: vec!["bench".into(), sub.into()],
     })
 }
 
@@ -232,6 +250,11 @@ fn check_args(a: &NumaTestArgs) -> Result<()> {
 fn numa_test(a: NumaTestArgs) -> Result<()> {
     check_args(&a)?;
     let nodes = host_nodes(a.fake_numa)?;
+    let hackbench_helper = if a.hackbench_threads {
+        None
+    } else {
+        Some(self_command("hackbench")?)
+    };
     let set = NumaTestSet {
         tasks: a.tasks.clone(),
         reps: a.reps,
@@ -246,6 +269,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             disturb: (!a.no_disturb && a.hackbench_groups > 0).then(|| Disturbance {
                 at: Duration::from_millis(a.disturb_at_ms),
                 hackbench: bench::hackbench::HackbenchParams::groups(a.hackbench_groups),
+                processes: hackbench_helper,
             }),
             nodes,
             root: PathBuf::from("/"),
@@ -372,7 +396,7 @@ fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
     );
     let peak = match &r.disturb {
         None => "off".to_string(),
-        Some(d) => format!("{} groups at {} s", d.hackbench.groups, d.at.as_secs_f64()),
+        Some(d) => d.describe(),
     };
     format!(
         "numa_test on host (Linux {kernel}, {layout}, numa_balancing={nb}): PROBLEMSIZE {}, {} passes, hackbench {peak}, {} reps, seed {}, sampling every {} ms\n",

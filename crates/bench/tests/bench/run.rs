@@ -2,6 +2,7 @@
 //! round-trips, failed workers fail the run with a message naming them.
 
 use bench::hackbench::{self, HackbenchParams};
+use bench::hackbench_procs;
 use bench::numa_test::{Disturbance, NumaTestSet, PeakOutcome, RunConfig, run_once, run_set};
 use bench::{BenchError, CpuNodeMap, Report, WorkerCommand};
 use report::MeanStd;
@@ -239,6 +240,7 @@ fn load_peak_runs_when_due_even_after_the_jobs() {
             loops: 10,
             ..HackbenchParams::groups(1)
         },
+        processes: None,
     };
     let cfg = RunConfig {
         disturb: Some(peak(0)),
@@ -300,6 +302,107 @@ fn hackbench_on_its_own() {
         ..HackbenchParams::groups(1)
     };
     assert!(hackbench::run(&bad).is_err());
+}
+
+fn helper() -> WorkerCommand {
+    WorkerCommand {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_homenode-bench-worker")),
+        prefix_args: vec!["hackbench".into()],
+    }
+}
+
+#[test]
+fn hackbench_with_processes() {
+    let p = HackbenchParams {
+        groups: 2,
+        senders: 3,
+        receivers: 4,
+        loops: 20,
+        msg_bytes: 100,
+    };
+    let d = hackbench_procs::run(&helper(), &p).expect("runs");
+    assert!(d > Duration::ZERO);
+    assert_eq!(
+        hackbench_procs::parse_args(&hackbench_procs::to_args(&p)).expect("args"),
+        p
+    );
+    // A bad shape is the helper's one line; a missing helper names its path.
+    let bad = HackbenchParams {
+        senders: 0,
+        ..HackbenchParams::groups(1)
+    };
+    let e = hackbench_procs::run(&helper(), &bad)
+        .expect_err("no senders")
+        .to_string();
+    assert!(
+        e.contains("the hackbench helper failed") && e.contains("senders"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+    let none = WorkerCommand {
+        program: PathBuf::from("/nonexistent/homenode"),
+        prefix_args: vec![],
+    };
+    let e = hackbench_procs::run(&none, &p)
+        .expect_err("no helper")
+        .to_string();
+    assert!(e.contains("/nonexistent/homenode"), "{e}");
+}
+
+/// The helper's children die with it: an interrupted benchmark leaves no hackbench behind.
+#[test]
+fn hackbench_processes_die_with_their_helper() {
+    // Senders that would write for minutes.
+    let p = HackbenchParams {
+        groups: 1,
+        senders: 2,
+        receivers: 2,
+        loops: u32::MAX,
+        msg_bytes: 100,
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_homenode-bench-worker"))
+        .arg("hackbench")
+        .args(hackbench_procs::to_args(&p))
+        .spawn()
+        .expect("helper");
+    let pid = child.id();
+    let children_file = format!("/proc/{pid}/task/{pid}/children");
+    let kids = |f: &str| -> Vec<u32> {
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let forked = loop {
+        let k = kids(&children_file);
+        if k.len() == 4 || std::time::Instant::now() > deadline {
+            break k;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(forked.len(), 4, "its 4 children were forked");
+    child.kill().expect("kill the helper");
+    child.wait().expect("reap the helper");
+    let alive = |k: &u32| {
+        std::fs::read_to_string(format!("/proc/{k}/stat"))
+            .is_ok_and(|s| !s.rsplit(") ").next().unwrap_or("").starts_with('Z'))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while forked.iter().any(alive) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = forked.iter().copied().filter(alive).collect();
+    for &k in &left {
+        // Not left running after a failure either.
+        let pid = nix::unistd::Pid::from_raw(k as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    assert!(
+        left.is_empty(),
+        "children left after the helper died: {left:?}"
+    );
 }
 
 #[test]

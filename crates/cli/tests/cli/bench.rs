@@ -119,10 +119,16 @@ fn numa_test_text_report_with_a_small_load_peak() {
         ],
         &SMALL,
     );
+    // Threads on request; processes (the original's) by default.
+    let threads = ok_quiet(&with(&args, &["--hackbench-threads"]));
+    assert!(
+        threads.contains("hackbench 1 groups of threads at 0 s,"),
+        "{threads}"
+    );
     let out = ok_quiet(&args);
     for want in [
         "numa_test on host (Linux ",
-        "hackbench 1 groups at 0 s",
+        "hackbench 1 groups of processes at 0 s,",
         "== host N=2 (jobs of rep 1 of 1)",
         "Job  node00",
         "| iSched MSched | UserTime(s)",

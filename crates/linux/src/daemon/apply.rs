@@ -501,9 +501,8 @@ impl Actuator {
         to: NodeId,
         bytes: u64,
     ) -> (Outcome, Moved) {
-        if self.dry_run {
-            return (Outcome::DryRun, Moved::default());
-        }
+        // Before the dry run's outcome: a dry run under fake NUMA says what the daemon would
+        // do, and it would skip this move.
         if host.fake {
             return (
                 Outcome::Skipped(
@@ -511,6 +510,9 @@ impl Actuator {
                 ),
                 Moved::default(),
             );
+        }
+        if self.dry_run {
+            return (Outcome::DryRun, Moved::default());
         }
         let (Some(kfrom), Some(kto)) = (host.kernel_node(from), host.kernel_node(to)) else {
             return (

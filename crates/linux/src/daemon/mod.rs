@@ -547,13 +547,14 @@ impl Daemon {
             if matches!(a, Action::MoveMemory { .. }) {
                 report.move_wall_s += t.elapsed().as_secs_f64();
             }
-            if matches!(outcome, Outcome::DryRun | Outcome::Skipped(_)) {
+            if outcome == Outcome::DryRun {
                 not_applied.push(a.clone());
             }
             report.actions.push((a, outcome));
         }
-        // The policy judges its memory moves by what they changed: it must know which
-        // were never made (a dry run, fake NUMA, an exited process).
+        // The policy judges its memory moves by what they changed: it must know which ones
+        // a dry run did not make. (A move the daemon skips, under fake NUMA say, is judged:
+        // that memory will not move, and the policy leaves it alone for a while.)
         if !not_applied.is_empty() {
             self.policy.not_applied(&not_applied);
         }

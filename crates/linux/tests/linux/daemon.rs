@@ -418,3 +418,42 @@ fn a_dry_run_asks_for_the_same_memory_moves_at_every_interval() {
         "the same moves at every interval once homed: {froms:?}"
     );
 }
+
+/// Under fake NUMA the daemon skips every memory move (the pseudo-nodes share one real node)
+/// and its policy then leaves that memory alone for a while; a dry run skips it too instead
+/// of answering `would`, so that it shows what the daemon would do.
+#[test]
+fn a_dry_run_under_fake_numa_skips_the_moves_as_the_daemon_would() {
+    use linux::daemon::{Actuator, Host, Outcome};
+    use linux::sample::ProcessKey;
+    let root = fixture("host-1node");
+    let host = Host::read(&root, Some(2)).expect("host");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let key = ProcessKey {
+        pid: 28818,
+        starttime: 604369,
+    };
+    for dry_run in [true, false] {
+        let mut a = Actuator::new(
+            &root,
+            &tmp.path().join("journal.json"),
+            dry_run,
+            Default::default(),
+        );
+        let (o, moved) = a.move_memory(&host, key, 1, 0, 1 << 20);
+        assert!(
+            matches!(&o, Outcome::Skipped(why) if why.starts_with("fake NUMA")),
+            "dry run {dry_run}: {o:?}"
+        );
+        assert_eq!(moved.bytes_moved, 0);
+    }
+    // On a real node layout a dry run answers `dry run`.
+    let host = Host::read(&fixture("multinode-4n"), None).expect("host");
+    let mut a = Actuator::new(
+        &root,
+        &tmp.path().join("journal.json"),
+        true,
+        Default::default(),
+    );
+    assert_eq!(a.move_memory(&host, key, 1, 0, 1 << 20).0, Outcome::DryRun);
+}

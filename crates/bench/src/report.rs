@@ -79,6 +79,16 @@ impl Report {
     }
 }
 
+/// Whether a benchmark report's load peak ran as threads (its cells' `hackbench` option,
+/// "G groups of threads at T s, ...").
+fn peak_of_threads(r: &Report) -> bool {
+    r.results.iter().any(|c| {
+        c.options
+            .iter()
+            .any(|(k, v)| k == "hackbench" && v.contains(" groups of threads "))
+    })
+}
+
 type Figure = (&'static str, fn(&CellSummary) -> MeanStd);
 
 /// The figures whose prediction error `compare` prints.
@@ -120,6 +130,13 @@ pub fn compare(sim: &Report, sim_name: &str, bench: &Report, bench_name: &str) -
     }
     for n in notes {
         let _ = writeln!(s, "note: {n}: the figures are not comparable as they stand");
+    }
+    if sim.disturb && bench.disturb && peak_of_threads(bench) {
+        let _ = writeln!(
+            s,
+            "note: the benchmark's hackbench ran as threads (--hackbench-threads); the \
+             simulator models its processes"
+        );
     }
     // Same column name in both: tell them apart.
     let sim_scheds = schedulers(&sim.results);

@@ -113,6 +113,27 @@ fn compare_labels_clashing_columns_and_notes_what_is_not_comparable() {
 
     let same = compare(&sim, "s.json", &sim, "s.json");
     assert!(!same.contains("note:"), "{same}");
+
+    // A peak of threads against the simulator's processes is said; one of processes is not.
+    let mut sim = report("sim", vec![cell("host", 2, 1.2, 5.0, 1.0)]);
+    sim.disturb = true;
+    let mut bench = report("host", vec![cell("host", 2, 1.0, 2.0, 0.9)]);
+    bench.disturb = true;
+    let peak = |tasks: &str| {
+        vec![(
+            "hackbench".to_string(),
+            format!("20 groups of {tasks} at 3 s, ran in 2 of 2 runs"),
+        )]
+    };
+    bench.results[0].options = peak("threads");
+    let out = compare(&sim, "s.json", &bench, "b.json");
+    assert!(
+        out.contains("note: the benchmark's hackbench ran as threads"),
+        "{out}"
+    );
+    bench.results[0].options = peak("processes");
+    let out = compare(&sim, "s.json", &bench, "b.json");
+    assert!(!out.contains("note:"), "{out}");
 }
 
 #[test]

@@ -6,8 +6,9 @@
 //!    and state. Kernel threads found once are skipped afterwards without a read, as long as
 //!    their PID stays listed. A process that was idle at its last read (below half
 //!    `candidate_min_cpu`) is read again only every `idle_every` intervals, so a process that
-//!    wakes up is noticed within that many intervals. Every `full_rescan_every` intervals all
-//!    PIDs are read again (a PID may have been reused). A process seen for the first time
+//!    wakes up is noticed within that many intervals. Neither skip holds for a PID handed out
+//!    again since the last listing (the range between two readings of the last PID handed
+//!    out, `/proc/loadavg`). Every `full_rescan_every` intervals all PIDs are read again. A process seen for the first time
 //!    has no earlier read: its rate is its CPU time over its age (`/proc/uptime` minus its
 //!    start time), so a new busy process is a candidate, and can get its first home, in the
 //!    interval it first appears rather than the next.
@@ -21,7 +22,8 @@
 //! has just become a candidate has its light-pass rate until the next interval.
 //!
 //! Between two intervals, a **first look** ([`Sampler::look`]) reads only what is new: `stat`
-//! of PIDs never read before and of those first read since the last pass, and the full read
+//! of PIDs never read before or handed out again since, and of those first read since the
+//! last pass, and the full read
 //! of the ones among them that are candidates (or homed already, at an earlier look).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,6 +74,28 @@ pub struct Sample {
     /// Processes read in the light pass, and PIDs skipped as known kernel threads.
     pub light_read: usize,
     pub kthreads_skipped: usize,
+}
+
+/// The PIDs the kernel handed out between two reads of the last one it handed out
+/// (`/proc/loadavg`): `(from, to]`, or, when the allocator wrapped round at `pid_max`, every
+/// PID above `from` and every one up to `to`. A PID read before that lies in this range was
+/// freed and given to a new process or thread since (the allocator skips PIDs in use). More
+/// than `pid_max` PIDs between two reads go unnoticed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HandedOut {
+    from: Option<Pid>,
+    to: Option<Pid>,
+}
+
+impl HandedOut {
+    fn contains(self, pid: Pid) -> bool {
+        match (self.from, self.to) {
+            (Some(from), Some(to)) if to >= from => pid > from && pid <= to,
+            (Some(from), Some(to)) => pid > from || pid <= to,
+            // Not known: the PIDs known stay as they are (the full rescan re-reads them).
+            _ => false,
+        }
+    }
 }
 
 /// A process's last light read.
@@ -128,9 +152,14 @@ impl Sampler {
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
         let first_pass = self.prev_light_at.is_none();
         // Read before the listing: whatever is created after it shows up at the next look.
-        self.last_pid = procfs::loadavg::last_pid(root).ok();
+        let last_pid = procfs::loadavg::last_pid(root).ok();
+        let handed = HandedOut {
+            from: self.last_pid,
+            to: last_pid,
+        };
+        self.last_pid = last_pid;
         self.first_reads.clear();
-        let (light, read, skipped) = self.light_pass(root, cfg, managed, now)?;
+        let (light, read, skipped) = self.light_pass(root, cfg, managed, now, handed)?;
         // At the first pass every process is new to the daemon, but none is new to the host.
         let looked = std::mem::take(&mut self.looked);
         let first_reads = std::mem::take(&mut self.first_reads);
@@ -205,6 +234,10 @@ impl Sampler {
         // same): only the fresh ones are read again, and `/proc` is not listed.
         let last_pid = procfs::loadavg::last_pid(root).ok();
         let created = last_pid.is_none() || last_pid != self.last_pid;
+        let handed = HandedOut {
+            from: self.last_pid,
+            to: last_pid,
+        };
         self.last_pid = last_pid;
         let pids: Vec<Pid> = if created {
             procfs::list_pids(root)?
@@ -217,12 +250,17 @@ impl Sampler {
         let mut light = Vec::new();
         let (mut read, mut skipped) = (0, 0);
         for pid in pids {
+            // A PID handed out since the last listing is a new process, whatever it was.
+            let reused = handed.contains(pid);
+            if reused {
+                self.kthreads.remove(&pid);
+            }
             if self.kthreads.contains(&pid) {
                 skipped += 1;
                 continue;
             }
             let known = self.prev_light.contains_key(&pid);
-            if known && !again.contains(&pid) {
+            if known && !reused && !again.contains(&pid) {
                 continue;
             }
             read += 1;
@@ -263,12 +301,15 @@ impl Sampler {
         cfg: &ScanConfig,
         managed: &BTreeSet<ProcessKey>,
         now: Instant,
+        handed: HandedOut,
     ) -> Result<(Vec<LightRate>, usize, usize), ProcError> {
         let pids = procfs::list_pids(root)?;
         let rescan = self.passes % u64::from(cfg.full_rescan_every.max(1)) == 0;
         let listed: BTreeSet<Pid> = pids.iter().copied().collect();
-        // A kernel thread whose PID left the listing may come back as a user process.
-        self.kthreads.retain(|p| listed.contains(p));
+        // A kernel thread whose PID left the listing, or was handed out again since the last
+        // read, may come back as a user process.
+        self.kthreads
+            .retain(|&p| listed.contains(&p) && !handed.contains(p));
         if rescan {
             self.kthreads.clear();
         }
@@ -284,7 +325,7 @@ impl Sampler {
                 skipped += 1;
                 continue;
             }
-            if let Some(prev) = self.prev_light.get(&pid) {
+            if let Some(prev) = self.prev_light.get(&pid).filter(|_| !handed.contains(pid)) {
                 let idle = prev.rate.cpu.is_some_and(|c| c < idle_cpu);
                 // Due when its turn comes round: staggered by PID so that the re-reads spread
                 // evenly over the intervals instead of bunching.
@@ -526,6 +567,22 @@ mod tests {
         assert!((r - 1.5).abs() < 1e-9, "{r}");
         let r = lifetime_rate(&light(10_000, 30, 1), 100.2, 100.0).expect("rate");
         assert!((r - 1.0).abs() < 1e-9, "{r}");
+    }
+
+    #[test]
+    fn pids_handed_out_between_two_reads() {
+        let h = |from, to| HandedOut { from, to };
+        // 100 to 150: 101..=150.
+        let r = h(Some(100), Some(150));
+        assert!(!r.contains(100) && r.contains(101) && r.contains(150) && !r.contains(151));
+        // Nothing created: nothing.
+        assert!(!(1..1000).any(|p| h(Some(100), Some(100)).contains(p)));
+        // Wrapped at pid_max: above 4000000 - 10, and from the start up to 350.
+        let w = h(Some(3_999_990), Some(350));
+        assert!(w.contains(3_999_991) && w.contains(300) && w.contains(350));
+        assert!(!w.contains(351) && !w.contains(3_999_990));
+        // Not known: none.
+        assert!(!h(None, Some(10)).contains(5) && !h(Some(1), None).contains(5));
     }
 
     #[test]

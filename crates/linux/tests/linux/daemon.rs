@@ -330,6 +330,64 @@ fn a_first_look_does_not_count_a_process_that_exited_since_the_interval() {
     assert_eq!(homed, [db_home], "{second:?}");
 }
 
+/// A PID known from the last interval, freed and handed to a new process since, is a new
+/// process at a look: the look reads the PIDs the kernel handed out since the last listing
+/// (`/proc/loadavg`, here after the allocator wrapped round) even when it knew them. Before,
+/// a look skipped every PID the interval had read, and the new process waited for the next
+/// interval.
+#[test]
+fn a_reused_pid_is_a_new_process_at_a_first_look() {
+    let (tmp, proc_dir) = look_fixture();
+    let mut c = config(tmp.path());
+    c.scan.candidate_min_cpu = 0.5;
+    let mut d = Daemon::start(c).expect("start");
+    d.interval().expect("interval 1");
+    d.interval().expect("interval 2");
+    // Process 1100 (idle) exits, and its PID goes to a copy of the database server (4 busy
+    // threads, started 10 s ago) after the allocator wrapped round from 1600 to 1105.
+    copy_process(&proc_dir, 1000, 1100, 9000, 0);
+    set_last_pid(&proc_dir, 1105);
+    let first = d
+        .look()
+        .expect("look")
+        .expect("the new process is a candidate");
+    assert!(
+        first.actions.is_empty(),
+        "its thread count is not settled yet"
+    );
+    set_last_pid(&proc_dir, 1106);
+    add_user_ticks(&proc_dir, 1100, 50);
+    let second = d.look().expect("look").expect("a candidate");
+    let homed = second
+        .actions
+        .iter()
+        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 1100, .. }))
+        .count();
+    assert_eq!(homed, 1, "{second:?}");
+}
+
+/// The same at an interval: an idle process's PID is read only every `idle_every` intervals,
+/// but a PID handed out again since the last listing is read at once.
+#[test]
+fn a_reused_pid_of_an_idle_process_is_read_at_the_next_interval() {
+    let (tmp, proc_dir) = look_fixture();
+    let mut c = config(tmp.path());
+    c.scan.candidate_min_cpu = 0.5;
+    c.scan.idle_every = 1000;
+    let mut d = Daemon::start(c).expect("start");
+    d.interval().expect("interval 1");
+    d.interval().expect("interval 2");
+    copy_process(&proc_dir, 1000, 1100, 9000, 0);
+    set_last_pid(&proc_dir, 1105);
+    let r = d.interval().expect("interval 3");
+    let homed = r
+        .actions
+        .iter()
+        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 1100, .. }))
+        .count();
+    assert_eq!(homed, 1, "{r:?}");
+}
+
 /// The 4-node fixture for first looks, and its `proc` directory: 100 s up (processes' ages,
 /// from start times in ticks at 100 Hz, can be known), the last PID handed out 1600.
 fn look_fixture() -> (tempfile::TempDir, std::path::PathBuf) {

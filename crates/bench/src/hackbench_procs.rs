@@ -132,8 +132,9 @@ pub fn helper_main<S: AsRef<str>>(args: &[S]) -> Result<(), BenchError> {
     // Open the gate: one byte that nobody reads keeps the pipe readable for every child. On a
     // failure the gate is closed instead (end of file), and the children leave.
     if failed.is_none() {
-        go.write_all(b"g")
-            .map_err(|e| BenchError::Hackbench(format!("gate: {e}")))?;
+        if let Err(e) = go.write_all(b"g") {
+            failed = Some(BenchError::Hackbench(format!("gate: {e}")));
+        }
     }
     drop(go);
     let bad = reap(&kids);

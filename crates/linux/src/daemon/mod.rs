@@ -381,11 +381,7 @@ impl Daemon {
         };
         let actions = self.policy.decide(&snap);
         self.log_notes("note");
-        let mut counters = self
-            .status
-            .lock()
-            .map(|s| s.counters.clone())
-            .unwrap_or_default();
+        let mut counters = self.counters();
         self.apply_all(actions, &mut counters, &mut report);
         counters.scan_errors += sample.full.errors.len() as u64;
         self.intervals += 1;
@@ -507,11 +503,7 @@ impl Daemon {
         let actions = self.policy.first_look(&snap);
         self.log_notes("note (first look)");
         if !actions.is_empty() {
-            let mut counters = self
-                .status
-                .lock()
-                .map(|s| s.counters.clone())
-                .unwrap_or_default();
+            let mut counters = self.counters();
             self.apply_all(actions, &mut counters, &mut report);
             if let Ok(mut s) = self.status.lock() {
                 counters.skipped = s.counters.skipped.clone();
@@ -521,6 +513,14 @@ impl Daemon {
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
         report.wall_s = now.elapsed().as_secs_f64();
         Ok(Some(report))
+    }
+
+    /// The published counters, to be added to and published again.
+    fn counters(&self) -> status::Counters {
+        self.status
+            .lock()
+            .map(|s| s.counters.clone())
+            .unwrap_or_default()
     }
 
     /// Carries out a decision: its `SetHome`s together, then its `SetSlice`s together, then

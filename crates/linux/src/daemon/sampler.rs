@@ -8,10 +8,10 @@
 //!    `candidate_min_cpu`) is read again only every `idle_every` intervals, so a process that
 //!    wakes up is noticed within that many intervals. Neither skip holds for a PID handed out
 //!    again since the last listing (the range between two readings of the last PID handed
-//!    out, `/proc/loadavg`). Every `full_rescan_every` intervals all PIDs are read again. A process seen for the first time
-//!    has no earlier read: its rate is its CPU time over its age (`/proc/uptime` minus its
-//!    start time), so a new busy process is a candidate, and can get its first home, in the
-//!    interval it first appears rather than the next.
+//!    out, `/proc/loadavg`). Every `full_rescan_every` intervals all PIDs are read again. A
+//!    process seen for the first time has no earlier read: its rate is its CPU time over its
+//!    age (`/proc/uptime` minus its start time), so a new busy process is a candidate, and can
+//!    get its first home, in the interval it first appears rather than the next.
 //! 2. **Full pass**, for *candidates* only (processes that used at least
 //!    `candidate_min_cpu` CPUs in the light pass, and processes homenode manages):
 //!    `status`, every thread's `stat` and `status`, `cgroup` and the cpuset, `sched`, and
@@ -23,8 +23,8 @@
 //!
 //! Between two intervals, a **first look** ([`Sampler::look`]) reads only what is new: `stat`
 //! of PIDs never read before or handed out again since, and of those first read since the
-//! last pass, and the full read
-//! of the ones among them that are candidates (or homed already, at an earlier look).
+//! last pass, and the full read of the ones among them that are candidates (or homed already,
+//! at an earlier look).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

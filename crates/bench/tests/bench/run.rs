@@ -366,17 +366,23 @@ fn hackbench_processes_die_with_their_helper() {
         .spawn()
         .expect("helper");
     let pid = child.id();
-    let children_file = format!("/proc/{pid}/task/{pid}/children");
-    let kids = |f: &str| -> Vec<u32> {
-        std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|s| s.parse().ok())
+    // Its children: the processes whose parent (field 4 of `stat`) it is.
+    let kids = || -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|k| {
+                std::fs::read_to_string(format!("/proc/{k}/stat")).is_ok_and(|s| {
+                    s.rsplit(") ").next().and_then(|r| r.split(' ').nth(1))
+                        == Some(&*pid.to_string())
+                })
+            })
             .collect()
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let forked = loop {
-        let k = kids(&children_file);
+        let k = kids();
         if k.len() == 4 || std::time::Instant::now() > deadline {
             break k;
         }

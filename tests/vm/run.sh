@@ -34,8 +34,9 @@ declare -A SCENARIO_SHAPES=(
     [numatest8]="4n"
     [with-balancing]="4n"
     [firstlook]="2n"
+    [pidreuse]="2n"
 )
-ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing firstlook)
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing firstlook pidreuse)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {

@@ -176,6 +176,23 @@ fn receiver(mut rx: UnixStream, want: u64, gate: &Gate) -> Result<(), HackbenchE
     if !gate.wait() {
         return Ok(());
     }
+    receive(&mut rx, want)
+}
+
+fn sender(
+    txs: &[Arc<UnixStream>],
+    loops: u32,
+    bytes: usize,
+    gate: &Gate,
+) -> Result<(), HackbenchError> {
+    if !gate.wait() {
+        return Ok(());
+    }
+    send(txs.iter().map(|tx| &**tx), loops, bytes)
+}
+
+/// A receiver's work, thread or process: read `want` bytes from `rx`.
+pub(crate) fn receive(rx: &mut UnixStream, want: u64) -> Result<(), HackbenchError> {
     let mut buf = [0u8; 4096];
     let mut got = 0u64;
     while got < want {
@@ -188,19 +205,16 @@ fn receiver(mut rx: UnixStream, want: u64, gate: &Gate) -> Result<(), HackbenchE
     Ok(())
 }
 
-fn sender(
-    txs: &[Arc<UnixStream>],
+/// A sender's work, thread or process: `loops` messages of `bytes` to every receiver.
+pub(crate) fn send<'a>(
+    txs: impl Iterator<Item = &'a UnixStream> + Clone,
     loops: u32,
     bytes: usize,
-    gate: &Gate,
 ) -> Result<(), HackbenchError> {
-    if !gate.wait() {
-        return Ok(());
-    }
     let msg = vec![0x5a_u8; bytes];
     for _ in 0..loops {
-        for tx in txs {
-            (&**tx).write_all(&msg).map_err(HackbenchError::Write)?;
+        for mut tx in txs.clone() {
+            tx.write_all(&msg).map_err(HackbenchError::Write)?;
         }
     }
     Ok(())

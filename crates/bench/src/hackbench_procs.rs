@@ -8,7 +8,8 @@
 //! together. It reaps them all and exits 0 only if every child did. A child that loses its
 //! parent is killed (`PR_SET_PDEATHSIG`), so an interrupted run leaves nothing behind.
 //!
-//! The work of a sender and a receiver is the threads' ([`crate::hackbench`]): each sender
+//! The work of a sender and a receiver is the threads' ([`hackbench::send`],
+//! [`hackbench::receive`]): each sender
 //! writes `loops` messages of `msg_bytes` to every receiver of its group, each receiver reads
 //! `loops x senders` messages.
 
@@ -24,7 +25,7 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, pipe};
 
 use crate::error::BenchError;
-use crate::hackbench::HackbenchParams;
+use crate::hackbench::{self, HackbenchError, HackbenchParams};
 use crate::numa_test::WorkerCommand;
 
 /// The helper's arguments for `p`.
@@ -163,18 +164,24 @@ fn fork_all(p: &HackbenchParams, gate: &Gate, kids: &mut Vec<Pid>) -> Result<(),
         for _ in 0..p.receivers {
             let (rx, tx) = UnixStream::pair()
                 .map_err(|e| BenchError::Hackbench(format!("group {g}: socketpair: {e}")))?;
-            kids.push(spawn(gate, || receive(rx, want))?);
+            let mut rx = rx;
+            kids.push(spawn(gate, move || hackbench::receive(&mut rx, want))?);
             txs.push(tx);
         }
         for _ in 0..p.senders {
-            kids.push(spawn(gate, || send(&txs, p.loops, p.msg_bytes))?);
+            kids.push(spawn(gate, || {
+                hackbench::send(txs.iter(), p.loops, p.msg_bytes)
+            })?);
         }
     }
     Ok(())
 }
 
 /// Forks one child that waits at the gate and then runs `work`; exits 0 if it succeeds.
-fn spawn(gate: &Gate, work: impl FnOnce() -> std::io::Result<()>) -> Result<Pid, BenchError> {
+fn spawn(
+    gate: &Gate,
+    work: impl FnOnce() -> Result<(), HackbenchError>,
+) -> Result<Pid, BenchError> {
     match fork_single_threaded() {
         Ok(ForkResult::Parent { child }) => Ok(child),
         Ok(ForkResult::Child) => {
@@ -222,7 +229,10 @@ fn die_with_parent(c: &mut Command) {
 
 /// A child's life: die with the helper, say ready, wait for the gate; `Ok(false)` when the
 /// gate closed without opening.
-fn child_run(gate: &Gate, work: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<bool> {
+fn child_run(
+    gate: &Gate,
+    work: impl FnOnce() -> Result<(), HackbenchError>,
+) -> Result<bool, Box<dyn std::error::Error>> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
     if nix::unistd::getppid() != gate.helper {
         // The helper died before the line above.
@@ -240,7 +250,7 @@ fn child_run(gate: &Gate, work: impl FnOnce() -> std::io::Result<()>) -> std::io
         match poll(&mut fds, PollTimeout::NONE) {
             Ok(_) => break,
             Err(nix::Error::EINTR) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(Box::new(e)),
         }
     }
     // A byte (never read, so every child sees it) opens the gate; the end of file alone
@@ -249,35 +259,11 @@ fn child_run(gate: &Gate, work: impl FnOnce() -> std::io::Result<()>) -> std::io
         .revents()
         .is_some_and(|r| r.contains(PollFlags::POLLIN))
     {
-        work().map(|()| true)
+        work()?;
+        Ok(true)
     } else {
         Ok(false)
     }
-}
-
-fn receive(mut rx: UnixStream, want: u64) -> std::io::Result<()> {
-    let mut buf = [0u8; 4096];
-    let mut got = 0u64;
-    while got < want {
-        let n = rx.read(&mut buf)?;
-        if n == 0 {
-            return Err(std::io::Error::other(format!(
-                "senders closed after {got} of {want} bytes"
-            )));
-        }
-        got += n as u64;
-    }
-    Ok(())
-}
-
-fn send(txs: &[UnixStream], loops: u32, bytes: usize) -> std::io::Result<()> {
-    let msg = vec![0x5a_u8; bytes];
-    for _ in 0..loops {
-        for mut tx in txs {
-            tx.write_all(&msg)?;
-        }
-    }
-    Ok(())
 }
 
 /// Waits for every child; the first failure, said in one line.

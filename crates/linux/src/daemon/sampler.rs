@@ -152,12 +152,7 @@ impl Sampler {
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
         let first_pass = self.prev_light_at.is_none();
         // Read before the listing: whatever is created after it shows up at the next look.
-        let last_pid = procfs::loadavg::last_pid(root).ok();
-        let handed = HandedOut {
-            from: self.last_pid,
-            to: last_pid,
-        };
-        self.last_pid = last_pid;
+        let handed = self.read_last_pid(root);
         self.first_reads.clear();
         let (light, read, skipped) = self.light_pass(root, cfg, managed, now, handed)?;
         // At the first pass every process is new to the daemon, but none is new to the host.
@@ -232,13 +227,8 @@ impl Sampler {
             .collect();
         // No process or thread created since the last listing (the last PID handed out is the
         // same): only the fresh ones are read again, and `/proc` is not listed.
-        let last_pid = procfs::loadavg::last_pid(root).ok();
-        let created = last_pid.is_none() || last_pid != self.last_pid;
-        let handed = HandedOut {
-            from: self.last_pid,
-            to: last_pid,
-        };
-        self.last_pid = last_pid;
+        let handed = self.read_last_pid(root);
+        let created = handed.to.is_none() || handed.to != handed.from;
         let pids: Vec<Pid> = if created {
             procfs::list_pids(root)?
         } else {
@@ -291,6 +281,14 @@ impl Sampler {
             light_read: read,
             kthreads_skipped: skipped,
         }))
+    }
+
+    /// Reads the last PID handed out (`/proc/loadavg`) and keeps it: the PIDs handed out
+    /// since the last reading.
+    fn read_last_pid(&mut self, root: &Path) -> HandedOut {
+        let to = procfs::loadavg::last_pid(root).ok();
+        let from = std::mem::replace(&mut self.last_pid, to);
+        HandedOut { from, to }
     }
 
     /// The light pass. A process idle at its last read (below half `candidate_min_cpu`) is

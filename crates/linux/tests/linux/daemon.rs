@@ -337,16 +337,7 @@ fn a_first_look_does_not_count_a_process_that_exited_since_the_interval() {
 /// interval.
 #[test]
 fn a_reused_pid_is_a_new_process_at_a_first_look() {
-    let (tmp, proc_dir) = look_fixture();
-    let mut c = config(tmp.path());
-    c.scan.candidate_min_cpu = 0.5;
-    let mut d = Daemon::start(c).expect("start");
-    d.interval().expect("interval 1");
-    d.interval().expect("interval 2");
-    // Process 1100 (idle) exits, and its PID goes to a copy of the database server (4 busy
-    // threads, started 10 s ago) after the allocator wrapped round from 1600 to 1105.
-    copy_process(&proc_dir, 1000, 1100, 9000, 0);
-    set_last_pid(&proc_dir, 1105);
+    let (_tmp, proc_dir, mut d) = reused_pid(|_| {});
     let first = d
         .look()
         .expect("look")
@@ -370,15 +361,7 @@ fn a_reused_pid_is_a_new_process_at_a_first_look() {
 /// but a PID handed out again since the last listing is read at once.
 #[test]
 fn a_reused_pid_of_an_idle_process_is_read_at_the_next_interval() {
-    let (tmp, proc_dir) = look_fixture();
-    let mut c = config(tmp.path());
-    c.scan.candidate_min_cpu = 0.5;
-    c.scan.idle_every = 1000;
-    let mut d = Daemon::start(c).expect("start");
-    d.interval().expect("interval 1");
-    d.interval().expect("interval 2");
-    copy_process(&proc_dir, 1000, 1100, 9000, 0);
-    set_last_pid(&proc_dir, 1105);
+    let (_tmp, _, mut d) = reused_pid(|c| c.scan.idle_every = 1000);
     let r = d.interval().expect("interval 3");
     let homed = r
         .actions
@@ -386,6 +369,25 @@ fn a_reused_pid_of_an_idle_process_is_read_at_the_next_interval() {
         .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 1100, .. }))
         .count();
     assert_eq!(homed, 1, "{r:?}");
+}
+
+/// Two intervals of a daemon (configured by `set` beyond a candidate threshold of 0.5 CPU) on
+/// the first-look fixture; then process 1100 (idle) exits, and its PID goes to a copy of the
+/// database server (4 busy threads, started 10 s ago) after the allocator wrapped round from
+/// 1600 to 1105.
+fn reused_pid(
+    set: impl FnOnce(&mut DaemonConfig),
+) -> (tempfile::TempDir, std::path::PathBuf, Daemon) {
+    let (tmp, proc_dir) = look_fixture();
+    let mut c = config(tmp.path());
+    c.scan.candidate_min_cpu = 0.5;
+    set(&mut c);
+    let mut d = Daemon::start(c).expect("start");
+    d.interval().expect("interval 1");
+    d.interval().expect("interval 2");
+    copy_process(&proc_dir, 1000, 1100, 9000, 0);
+    set_last_pid(&proc_dir, 1105);
+    (tmp, proc_dir, d)
 }
 
 /// The 4-node fixture for first looks, and its `proc` directory: 100 s up (processes' ages,

@@ -43,8 +43,14 @@ pub struct HomenodeConfig {
     /// A process is significant (gets a home) only if it used at least this many CPUs over the
     /// last interval ...
     pub min_cpu: f64,
-    /// ... and has at least this much resident memory, MiB.
+    /// ... and has at least this much resident memory, MiB, or at least `sharing_threads`
+    /// busy threads.
     pub min_rss_mib: u64,
+    /// A process of at least this many busy threads (its width) is significant whatever its
+    /// resident memory: its threads share one address space, and keeping them on as few nodes
+    /// as fit them keeps that sharing inside a node (docs/ARCHITECTURE.md §1.5). 0 turns this
+    /// off (only `min_rss_mib` decides).
+    pub sharing_threads: u32,
     /// A thread using at least this many CPUs counts as one busy thread, needing a CPU of its
     /// own; the CPU use of the other threads is summed and rounded up. The result is the
     /// process's *width*, the CPUs it needs at once.
@@ -120,6 +126,7 @@ impl Default for HomenodeConfig {
         HomenodeConfig {
             min_cpu: 0.5,
             min_rss_mib: 64,
+            sharing_threads: 2,
             busy_thread_cpu: 0.5,
             pack_fraction: 0.5,
             headroom_mib: 128,

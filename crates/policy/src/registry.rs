@@ -38,6 +38,7 @@ pub static POLICIES: &[PolicyEntry] = &[
         options: &[
             "min_cpu",
             "min_rss_mib",
+            "sharing_threads",
             "busy_thread_cpu",
             "pack_fraction",
             "headroom_mib",

@@ -207,8 +207,12 @@ impl HomenodePolicy {
         self.procs.get(&pid).and_then(|s| s.last_move_ns)
     }
 
+    /// Busy enough, and either large enough or of several busy threads (`sharing_threads`),
+    /// whose sharing of one address space a single node keeps local (docs/PLACEMENT.md).
     fn significant(&self, p: &Proc) -> bool {
-        p.runnable() + EPS >= self.cfg.min_cpu && p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
+        let sharing = self.cfg.sharing_threads > 0 && p.width >= self.cfg.sharing_threads;
+        p.runnable() + EPS >= self.cfg.min_cpu
+            && (sharing || p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB))
     }
 
     fn dwell_over(&self, st: &PidState, now: u64) -> bool {

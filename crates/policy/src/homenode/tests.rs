@@ -50,7 +50,7 @@ fn homes(actions: &[Action]) -> Vec<(u32, Vec<NodeId>)> {
 fn significance_thresholds() {
     let t = machine("nodes=2,cpus-per-node=4,mem-gib=16");
     let small_cpu = proc(&t, 1, 0.4, 1, 0, &[GIB, 0]);
-    let small_mem = proc(&t, 2, 2.0, 2, 0, &[32 * MIB, 0]);
+    let small_mem = proc(&t, 2, 0.9, 1, 0, &[32 * MIB, 0]);
     let big = proc(&t, 3, 0.5, 1, 1, &[0, 64 * MIB]);
     let mut pol = HomenodePolicy::default();
     let a = pol.decide(&snap(&t, 0, vec![small_cpu, small_mem, big]));
@@ -67,10 +67,44 @@ fn significance_thresholds() {
         0,
         vec![
             proc(t2, 1, 0.4, 1, 0, &[GIB, 0]),
-            proc(t2, 2, 2.0, 2, 0, &[32 * MIB, 0]),
+            proc(t2, 2, 0.9, 1, 0, &[32 * MIB, 0]),
         ],
     ));
     assert_eq!(homes(&a).len(), 2);
+}
+
+/// The light-load case of ARCHITECTURE.md §1.5 (the scoreboard's kunpeng96 row): four busy
+/// threads of one process sharing a little memory, which the kernel spread over the nodes.
+/// `min_rss_mib` alone left it to the kernel; as a process of several busy threads it is
+/// packed onto one node, where its memory is. A single busy thread with as little memory stays
+/// insignificant, and `sharing_threads = 0` restores the memory bar alone.
+#[test]
+fn a_busy_process_of_several_threads_is_homed_whatever_its_memory() {
+    let t = machine("nodes=4,cpus-per-node=8,mem-gib=16");
+    let spread = |pid: u32| {
+        let mut p = proc(&t, pid, 4.0, 4, 0, &[MIB, 0, 0, 0]);
+        p.node_runtime = vec![0.25; 4];
+        p.per_thread = (0..4)
+            .map(|k| ThreadView {
+                tid: pid + k,
+                cpu_use: 1.0,
+                node: Some(k as NodeId),
+                wait: None,
+            })
+            .collect();
+        p
+    };
+    let single = proc(&t, 20, 1.0, 1, 1, &[0, MIB, 0, 0]);
+    let mut pol = HomenodePolicy::default();
+    let a = pol.decide(&snap(&t, 0, vec![spread(10), single.clone()]));
+    assert_eq!(homes(&a), vec![(10, vec![0])], "{a:#?}");
+    let cfg = HomenodeConfig {
+        sharing_threads: 0,
+        ..Default::default()
+    };
+    let mut pol = HomenodePolicy::new(cfg).expect("config");
+    let a = pol.decide(&snap(&t, 0, vec![spread(10), single]));
+    assert!(homes(&a).is_empty(), "{a:#?}");
 }
 
 #[test]

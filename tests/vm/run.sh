@@ -35,8 +35,9 @@ declare -A SCENARIO_SHAPES=(
     [with-balancing]="4n"
     [firstlook]="2n"
     [pidreuse]="2n"
+    [sharing]="2n"
 )
-ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing firstlook pidreuse)
+ALL_SCENARIOS=(topo converge light restore bench compare selfaffinity numatest8 with-balancing firstlook pidreuse sharing)
 
 # Shapes: CPUs per node, MiB per node, and the distance matrix row by row.
 shape_def() {

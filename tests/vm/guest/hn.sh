@@ -63,6 +63,19 @@ home_of() {
     if [ "$(echo "$m" | wc -l)" -ne 1 ]; then echo -; return; fi
     node_of_cpulist "$m"
 }
+# wait_home PID SECONDS: look every 0.25 s, for at most SECONDS, until PID is homed; sets
+# `home` to its node, or to "-" when the wait ran out (then returns 1).
+wait_home() {
+    home=-
+    _n=0
+    while [ "$_n" -lt $(($2 * 4)) ]; do
+        home=$(home_of "$1")
+        [ "$home" != - ] && return 0
+        sleep 0.25
+        _n=$((_n + 1))
+    done
+    return 1
+}
 # Node of the CPU PID last ran on (field 39 of stat; the command holds no spaces here).
 running_node() { cpu_node "$(awk '{ print $39 }' "/proc/$1/stat")"; }
 # Pages of PID's own memory (anonymous, heap, stack) per node, space separated.

@@ -21,14 +21,7 @@ check first-interval "the daemon's first interval has run (intervals: $(interval
 T0=$(now)
 memhog 48 &
 H=$!
-home=-
-i=0
-while [ "$i" -lt 32 ]; do # 8 s, before the next interval at 10 s
-    home=$(home_of "$H")
-    [ "$home" != - ] && break
-    sleep 0.25
-    i=$((i + 1))
-done
+wait_home "$H" 8 # before the next interval at 10 s
 k=$(intervals)
 if [ "$home" != - ]; then
     ok homed "memhog homed on node $home after $(elapsed "$T0") s"

@@ -16,14 +16,7 @@ light_before=$(thread_masks "$LIGHT" | tr '\n' ' ')
 echo "before: lightjob masks $light_before; pinhog mask $pin_mask pages $pin_pages"
 T0=$(now)
 start_daemon --set 'rules.include.comms=["lightjob","pinhog"]'
-home=-
-i=0
-while [ "$i" -lt 40 ]; do # 20 s
-    home=$(home_of "$LIGHT")
-    [ "$home" != - ] && break
-    sleep 0.5
-    i=$((i + 1))
-done
+wait_home "$LIGHT" 20
 if [ "$home" != - ]; then
     ok light-homed "all 4 threads of lightjob set to node $home's CPUs ($(node_cpus "$home")) after $(elapsed "$T0") s"
     figure light_homed_s "$(elapsed "$T0")" s

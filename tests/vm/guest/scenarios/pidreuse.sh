@@ -38,14 +38,7 @@ else
     H=$!
     check reuse "memhog has the idle process's PID ($H, was $S)" -- [ "$H" = "$S" ]
     T0=$(now)
-    home=-
-    i=0
-    while [ "$i" -lt 32 ]; do # 8 s
-        home=$(home_of "$H")
-        [ "$home" != - ] && break
-        sleep 0.25
-        i=$((i + 1))
-    done
+    wait_home "$H" 8
     if [ "$home" != - ]; then
         ok homed "the memhog on the reused PID $H was homed on node $home after $(elapsed "$T0") s"
         figure pidreuse_home_s "$(elapsed "$T0")" s

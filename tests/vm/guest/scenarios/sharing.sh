@@ -16,14 +16,7 @@ solo_before=$(thread_masks "$SOLO" | tr '\n' ' ')
 echo "before: pair masks $pair_before; solo mask $solo_before"
 T0=$(now)
 start_daemon --set 'rules.include.comms=["lightjob"]'
-home=-
-i=0
-while [ "$i" -lt 40 ]; do # 20 s
-    home=$(home_of "$PAIR")
-    [ "$home" != - ] && break
-    sleep 0.5
-    i=$((i + 1))
-done
+wait_home "$PAIR" 20
 if [ "$home" != - ]; then
     ok pair-homed "both threads of the 2-thread lightjob ($PAIR) set to node $home's CPUs ($(node_cpus "$home")) after $(elapsed "$T0") s"
     figure pair_homed_s "$(elapsed "$T0")" s

@@ -109,6 +109,20 @@ impl HomenodePolicy {
 
     /// The `SetHome` action for candidate `i` and its bookkeeping (the model already counts it).
     /// A provisional home placed again on the same nodes is kept as it is, without an action.
+    /// For a home's reason: why a process under `min_rss_mib` is placed at all (its busy
+    /// threads, `sharing_threads`); nothing for one placed for its memory.
+    fn why_small_counts(&self, p: &Proc) -> String {
+        if p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB) {
+            return String::new();
+        }
+        format!(
+            "; placed for its {} busy threads, which share its memory (sharing_threads {}), though its {} resident is under min_rss_mib",
+            p.width,
+            self.cfg.sharing_threads,
+            fmt_bytes(p.rss)
+        )
+    }
+
     fn set_home(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
         let (topo, now) = (d.snap.topo, d.snap.now_ns);
         let p = &d.procs[i];
@@ -145,7 +159,7 @@ impl HomenodePolicy {
             pid: p.pid,
             start_time: p.start_time,
             cpus: p.cpus_of(topo, &choice.nodes, allowed_cpus),
-            reason: format!("{prefix}{}", choice.reason),
+            reason: format!("{prefix}{}{}", choice.reason, self.why_small_counts(p)),
             nodes: choice.nodes.clone(),
         });
         let st = self.procs.get_mut(&p.pid).expect("state made above");

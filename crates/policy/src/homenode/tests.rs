@@ -98,6 +98,15 @@ fn a_busy_process_of_several_threads_is_homed_whatever_its_memory() {
     let mut pol = HomenodePolicy::default();
     let a = pol.decide(&snap(&t, 0, vec![spread(10), single.clone()]));
     assert_eq!(homes(&a), vec![(10, vec![0])], "{a:#?}");
+    let reason = a.iter().find_map(|x| match x {
+        Action::SetHome { reason, .. } => Some(reason.as_str()),
+        _ => None,
+    });
+    assert!(
+        reason.is_some_and(|r| r.contains("placed for its 4 busy threads")
+            && r.contains("1.0 MiB resident is under min_rss_mib")),
+        "{reason:?}"
+    );
     let cfg = HomenodeConfig {
         sharing_threads: 0,
         ..Default::default()

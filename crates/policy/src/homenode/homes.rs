@@ -107,12 +107,10 @@ impl HomenodePolicy {
         }
     }
 
-    /// The `SetHome` action for candidate `i` and its bookkeeping (the model already counts it).
-    /// A provisional home placed again on the same nodes is kept as it is, without an action.
     /// For a home's reason: why a process under `min_rss_mib` is placed at all (its busy
     /// threads, `sharing_threads`); nothing for one placed for its memory.
     fn why_small_counts(&self, p: &Proc) -> String {
-        if p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB) {
+        if !self.sharing(p) || p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB) {
             return String::new();
         }
         format!(
@@ -123,6 +121,8 @@ impl HomenodePolicy {
         )
     }
 
+    /// The `SetHome` action for candidate `i` and its bookkeeping (the model already counts it).
+    /// A provisional home placed again on the same nodes is kept as it is, without an action.
     fn set_home(&mut self, d: &mut Decision<'_, '_>, i: usize, choice: HomeChoice) {
         let (topo, now) = (d.snap.topo, d.snap.now_ns);
         let p = &d.procs[i];

@@ -210,9 +210,13 @@ impl HomenodePolicy {
     /// Busy enough, and either large enough or of several busy threads (`sharing_threads`),
     /// whose sharing of one address space a single node keeps local (docs/PLACEMENT.md).
     fn significant(&self, p: &Proc) -> bool {
-        let sharing = self.cfg.sharing_threads > 0 && p.width >= self.cfg.sharing_threads;
         p.runnable() + EPS >= self.cfg.min_cpu
-            && (sharing || p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB))
+            && (self.sharing(p) || p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB))
+    }
+
+    /// At least `sharing_threads` busy threads (when that rule is on).
+    fn sharing(&self, p: &Proc) -> bool {
+        self.cfg.sharing_threads > 0 && p.width >= self.cfg.sharing_threads
     }
 
     fn dwell_over(&self, st: &PidState, now: u64) -> bool {

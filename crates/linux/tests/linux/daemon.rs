@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use linux::daemon::{Daemon, DaemonConfig};
+use linux::daemon::{Daemon, DaemonConfig, IntervalReport};
 
 use crate::common::{copy_fixture, fixture};
 
@@ -280,12 +280,7 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
     // Still busy, the same 4 threads.
     copy_process(&proc_dir, 1000, 2000, 9000, 50);
     let second = d.look().expect("look").expect("a new candidate");
-    let homed: Vec<_> = second
-        .actions
-        .iter()
-        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 2000, .. }))
-        .collect();
-    assert_eq!(homed.len(), 1, "{second:?}");
+    assert_eq!(set_homes(&second, 2000), 1, "{second:?}");
     let c = d.status().lock().expect("status").counters.clone();
     assert_eq!((c.first_looks, c.first_looks_found), (4, 2));
 }
@@ -349,12 +344,7 @@ fn a_reused_pid_is_a_new_process_at_a_first_look() {
     set_last_pid(&proc_dir, 1106);
     add_user_ticks(&proc_dir, 1100, 50);
     let second = d.look().expect("look").expect("a candidate");
-    let homed = second
-        .actions
-        .iter()
-        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 1100, .. }))
-        .count();
-    assert_eq!(homed, 1, "{second:?}");
+    assert_eq!(set_homes(&second, 1100), 1, "{second:?}");
 }
 
 /// The same at an interval: an idle process's PID is read only every `idle_every` intervals,
@@ -363,12 +353,7 @@ fn a_reused_pid_is_a_new_process_at_a_first_look() {
 fn a_reused_pid_of_an_idle_process_is_read_at_the_next_interval() {
     let (_tmp, _, mut d) = reused_pid(|c| c.scan.idle_every = 1000);
     let r = d.interval().expect("interval 3");
-    let homed = r
-        .actions
-        .iter()
-        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: 1100, .. }))
-        .count();
-    assert_eq!(homed, 1, "{r:?}");
+    assert_eq!(set_homes(&r, 1100), 1, "{r:?}");
 }
 
 /// Two intervals of a daemon (configured by `set` beyond a candidate threshold of 0.5 CPU) on
@@ -392,6 +377,14 @@ fn reused_pid(
 
 /// The 4-node fixture for first looks, and its `proc` directory: 100 s up (processes' ages,
 /// from start times in ticks at 100 Hz, can be known), the last PID handed out 1600.
+/// How many `SetHome` actions for `pid` the interval or look reported.
+fn set_homes(r: &IntervalReport, pid: u32) -> usize {
+    r.actions
+        .iter()
+        .filter(|(a, _)| matches!(a, policy::Action::SetHome { pid: p, .. } if *p == pid))
+        .count()
+}
+
 fn look_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = copy_fixture("multinode-4n");
     let proc_dir = tmp.path().join("proc");

@@ -46,7 +46,8 @@ sysctl -qw kernel.numa_balancing=0
 # jobs are the processes of at least 16 MiB): the last poll that still listed all N jobs.
 last=$(awk -v n="$N" 'NF - 1 >= n { l = $0 } END { print l }' /tmp/poll.log)
 unhomed=$(echo "$last" | awk '{ c = 0; for (i = 2; i <= NF; i++) if ($i ~ /:-$/) c++; print c + 0 }')
-check numatest8-homed "every job has a home while all $N run ($unhomed without: $last)" -- [ -n "$last" ] && [ "$unhomed" -eq 0 ]
+all_homed() { [ -n "$last" ] && [ "$unhomed" -eq 0 ]; }
+check numatest8-homed "every job has a home while all $N run ($unhomed without: $last)" -- all_homed
 spread=$(echo "$last" | awk -v nn="$(node_count)" '{ for (i = 2; i <= NF; i++) { split($i, a, ":"); if (a[2] != "-") c[a[2]]++ } }
     END { lo = 1e9; hi = 0; for (n = 0; n < nn; n++) { x = c[n] + 0; if (x < lo) lo = x; if (x > hi) hi = x }
     printf "%d %d", lo, hi }')

@@ -26,7 +26,8 @@ while [ "$i" -lt 80 ]; do # 20 s
     sleep 0.25
     i=$((i + 1))
 done
-check idle-read "the daemon ran 3 intervals with sleep $S idle (intervals $k0 -> $k)" -- [ -n "$k0" ] && [ "$k" -ge $((k0 + 3)) ]
+three_read() { [ -n "$k0" ] && [ "$k" -ge $((k0 + 3)) ]; }
+check idle-read "the daemon ran 3 intervals with sleep $S idle (intervals $k0 -> $k)" -- three_read
 kill "$S"
 wait "$S" 2>/dev/null
 if ! [ -w /proc/sys/kernel/ns_last_pid ]; then

@@ -110,7 +110,7 @@ impl HomenodePolicy {
     /// For a home's reason: why a process under `min_rss_mib` is placed at all (its busy
     /// threads, `sharing_threads`); nothing for one placed for its memory.
     fn why_small_counts(&self, p: &Proc) -> String {
-        if !self.sharing(p) || p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB) {
+        if !self.sharing(p) || self.large(p) {
             return String::new();
         }
         format!(

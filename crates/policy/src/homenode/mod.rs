@@ -210,8 +210,12 @@ impl HomenodePolicy {
     /// Busy enough, and either large enough or of several busy threads (`sharing_threads`),
     /// whose sharing of one address space a single node keeps local (docs/PLACEMENT.md).
     fn significant(&self, p: &Proc) -> bool {
-        p.runnable() + EPS >= self.cfg.min_cpu
-            && (self.sharing(p) || p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB))
+        p.runnable() + EPS >= self.cfg.min_cpu && (self.sharing(p) || self.large(p))
+    }
+
+    /// At least `min_rss_mib` resident.
+    fn large(&self, p: &Proc) -> bool {
+        p.rss >= self.cfg.min_rss_mib.saturating_mul(MIB)
     }
 
     /// At least `sharing_threads` busy threads (when that rule is on).

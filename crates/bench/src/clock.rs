@@ -85,8 +85,7 @@ pub fn core_mhz(adds: u64, rounds: usize, cpu_s: impl Fn() -> Option<f64>) -> Op
         std::hint::black_box(add_chain(passes)?);
         v.push(mhz(passes * ADDS_PER_PASS, cpu_s()? - start)?);
     }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
+    Some(report::median(&v))
 }
 
 #[cfg(test)]

@@ -85,7 +85,7 @@ pub fn measure(
     };
     let gather = |laps: &[Vec<Lap>]| {
         let v: Vec<f64> = laps.iter().flatten().map(|l| l.gather_ns).collect();
-        if v.is_empty() { 0.0 } else { median(v) }
+        if v.is_empty() { 0.0 } else { median(&v) }
     };
     let alone_gather_ns = gather(&co_run_threads(&cpus[..1], load)?);
     let gather_ns = gather(&co_run_threads(cpus, load)?);

@@ -49,16 +49,7 @@ pub struct Overhead {
     pub median_sampler_share: f64,
 }
 
-/// Median (the mean of the two middle values for an even count).
-pub fn median(v: &[f64]) -> f64 {
-    let mut v: Vec<f64> = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
+pub use report::median;
 
 /// Run `pairs` pairs of the run `cfg` describes (without its disturbance), one with sampling
 /// every `interval` and one without, alternating which goes first. `on_pair` sees each pair.

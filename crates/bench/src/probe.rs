@@ -26,6 +26,7 @@ use crate::BenchError;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
+pub(crate) use report::median;
 use serde::Serialize;
 use std::hint::black_box;
 use std::path::Path;
@@ -269,11 +270,6 @@ pub(crate) fn stream(buf: &[usize]) -> f64 {
     (std::mem::size_of_val(buf) as f64) / s.max(1e-9) / 1e9
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Bind the calling thread to `cpus` (kernel numbers).
 pub(crate) fn bind(cpus: &CpuSet) -> Result<(), BenchError> {
     let tid = nix::unistd::gettid().as_raw() as linux::Tid;
@@ -291,9 +287,17 @@ fn llc_latency(nodes: &[CpuSet], kib: usize, cfg: &ProbeConfig) -> Result<(f64, 
     bind(cpus)?;
     let mut buf = chase_buffer_kib(kib, cfg.seed);
     chase(&buf, cfg.loads / 4);
-    let latency = median((0..cfg.rounds).map(|_| chase(&buf, cfg.loads)).collect());
+    let latency = median(
+        &(0..cfg.rounds)
+            .map(|_| chase(&buf, cfg.loads))
+            .collect::<Vec<_>>(),
+    );
     let idx = gather_indices(&buf, cfg.loads, cfg.seed);
-    let gathered = median((0..cfg.rounds).map(|_| gather(&mut buf, &idx)).collect());
+    let gathered = median(
+        &(0..cfg.rounds)
+            .map(|_| gather(&mut buf, &idx))
+            .collect::<Vec<_>>(),
+    );
     Ok((latency, gathered))
 }
 
@@ -318,7 +322,11 @@ fn cache_curve(
         let loads = (cfg.loads / 4).max(1);
         out.push((
             kib,
-            median((0..cfg.rounds).map(|_| chase(&buf, loads)).collect()),
+            median(
+                &(0..cfg.rounds)
+                    .map(|_| chase(&buf, loads))
+                    .collect::<Vec<_>>(),
+            ),
         ));
         kib *= 2;
     }
@@ -459,8 +467,14 @@ fn co_run_figures(laps: &[Vec<Lap>]) -> (f64, f64) {
         let together: Vec<Lap> = laps.iter().map(|t| t[r]).collect();
         aggregate_gbps(&together)
     });
-    let gbps = median(per_round.collect());
-    let ns = median(laps.iter().flatten().map(|l| l.gather_ns).collect());
+    let gbps = median(&per_round.collect::<Vec<_>>());
+    let ns = median(
+        &laps
+            .iter()
+            .flatten()
+            .map(|l| l.gather_ns)
+            .collect::<Vec<_>>(),
+    );
     (gbps, ns)
 }
 
@@ -538,11 +552,19 @@ pub fn run(root: &Path, cfg: &ProbeConfig) -> Result<ProbeResult, BenchError> {
             }
             bind(cpus)?;
             chase(&buf, cfg.loads / 4); // warm the TLB and caches once
-            let latency_ns = median((0..cfg.rounds).map(|_| chase(&buf, cfg.loads)).collect());
-            let read_gbps = median((0..cfg.rounds).map(|_| stream(&buf)).collect());
+            let latency_ns = median(
+                &(0..cfg.rounds)
+                    .map(|_| chase(&buf, cfg.loads))
+                    .collect::<Vec<_>>(),
+            );
+            let read_gbps = median(&(0..cfg.rounds).map(|_| stream(&buf)).collect::<Vec<_>>());
             let idx = gather_indices(&buf, cfg.loads, cfg.seed);
             let mut copy = buf.clone();
-            let gather_ns = median((0..cfg.rounds).map(|_| gather(&mut copy, &idx)).collect());
+            let gather_ns = median(
+                &(0..cfg.rounds)
+                    .map(|_| gather(&mut copy, &idx))
+                    .collect::<Vec<_>>(),
+            );
             cells.push(ProbeCell {
                 cpu_node,
                 mem_node,
@@ -882,7 +904,7 @@ impl ProbeResult {
             .map(|c| c.aggregate_read_gbps)
             .filter(|&b| b > 0.0)
             .collect();
-        (!v.is_empty()).then(|| median(v))
+        (!v.is_empty()).then(|| median(&v))
     }
 
     /// Median over nodes of each thread's random-update rate beside the node's other CPUs'
@@ -894,7 +916,7 @@ impl ProbeResult {
             .filter(|c| c.slowdown > 0.0)
             .map(|c| 1.0 / c.slowdown)
             .collect();
-        (!v.is_empty()).then(|| median(v))
+        (!v.is_empty()).then(|| median(&v))
     }
 
     fn local(&self) -> impl Iterator<Item = &ProbeCell> {
@@ -904,7 +926,7 @@ impl ProbeResult {
     /// Median latency of the node-local cells.
     pub fn local_latency_ns(&self) -> Option<f64> {
         let v: Vec<f64> = self.local().map(|c| c.latency_ns).collect();
-        (!v.is_empty()).then(|| median(v))
+        (!v.is_empty()).then(|| median(&v))
     }
 
     /// Lines one core keeps in flight while streaming, by Little's law: the local read rate
@@ -926,7 +948,7 @@ impl ProbeResult {
     /// Median ns per independent random update of the node-local cells (a miss).
     pub fn local_gather_ns(&self) -> Option<f64> {
         let v: Vec<f64> = self.local().map(|c| c.gather_ns).collect();
-        (!v.is_empty()).then(|| median(v))
+        (!v.is_empty()).then(|| median(&v))
     }
 
     /// The same for accesses that hit the last-level cache.
@@ -975,7 +997,7 @@ impl ProbeResult {
     /// Median one-core read rate of the node-local cells.
     pub fn local_read_gbps(&self) -> Option<f64> {
         let v: Vec<f64> = self.local().map(|c| c.read_gbps).collect();
-        (!v.is_empty()).then(|| median(v))
+        (!v.is_empty()).then(|| median(&v))
     }
 }
 
@@ -1148,8 +1170,8 @@ mod tests {
         ];
         let (gbps, ns) = co_run_figures(&laps);
         assert!((gbps - 10.0).abs() < 1e-9, "{gbps}");
-        // 10, 11, 12, 13, 14, 30: the upper median.
-        assert_eq!(ns, 13.0);
+        // 10, 11, 12, 13, 14, 30: the mean of the two middle values.
+        assert_eq!(ns, 12.5);
         assert_eq!(co_run_figures(&[]), (0.0, 0.0));
     }
 

@@ -93,9 +93,9 @@ pub fn measure(
         cpu,
         buffer_kib,
         evict_kib,
-        warm_ns: median(warm),
-        cold_ns: median(cold),
-        per_line_ns: median(per_line),
+        warm_ns: median(&warm),
+        cold_ns: median(&cold),
+        per_line_ns: median(&per_line),
     }))
 }
 

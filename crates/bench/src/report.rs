@@ -33,7 +33,8 @@ struct ReportIn {
 impl Report {
     /// The document as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
     }
 
     /// Parse a numa-test document (from `sim numa-test --json` or `bench numa-test --json`);

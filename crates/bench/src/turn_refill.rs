@@ -73,7 +73,7 @@ pub fn measure(
         }
         turns.push(t.elapsed().as_nanos() as f64 / (2.0 * f64::from(TURNS) * turn as f64));
     }
-    let (alone_ns, turns_ns) = (median(alone), median(turns));
+    let (alone_ns, turns_ns) = (median(&alone), median(&turns));
     let lines = array_lines(size, line);
     let per_line = per_line_ns(turns_ns, alone_ns, turn as f64, lines);
     let touched = lines_touched(lines, turn as f64);

@@ -99,7 +99,7 @@ pub fn measure(cpu: usize, cpus: usize, cpu_s: f64) -> Result<Option<Turns>, Ben
     if per_switch.len() < 2 {
         return Ok(None);
     }
-    let turn_ms = crate::probe::median(per_switch);
+    let turn_ms = report::median(&per_switch);
     Ok(Some(Turns {
         cpu,
         turn_ms,

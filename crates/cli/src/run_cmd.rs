@@ -185,7 +185,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         let mut v = summary.cpu_per_interval_s.clone();
         v.sort_by(f64::total_cmp);
         if let (Some(&max), false) = (v.last(), v.is_empty()) {
-            let med = v[v.len() / 2];
+            let med = report::median(&v);
             eprintln!(
                 "daemon CPU per interval: median {:.3} ms, max {:.3} ms over {} intervals; {} took longer than the interval",
                 med * 1e3,
@@ -199,7 +199,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         if let Some(&max) = v.last() {
             eprintln!(
                 "daemon CPU per first look: median {:.3} ms, max {:.3} ms over {} looks ({} found a new candidate)",
-                v[v.len() / 2] * 1e3,
+                report::median(&v) * 1e3,
                 max * 1e3,
                 v.len(),
                 summary.looks_placing

@@ -84,12 +84,10 @@ fn measure(name: &str, cfg: DaemonConfig, intervals: usize) {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    cpu.sort_by(f64::total_cmp);
-    sampling.sort_by(f64::total_cmp);
-    let sampling = sampling[sampling.len() / 2];
-    let med = cpu[cpu.len() / 2];
+    let sampling = report::median(&sampling);
+    let med = report::median(&cpu);
     let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
-    let max = cpu[cpu.len() - 1];
+    let max = cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     println!(
         "{name:<15} processes read {:>5}, candidates {:>5}: CPU per interval median {:>7.2} ms (sampling {:.2} ms), mean {:>7.2} ms, max {:>7.2} ms; at a 2 s interval (mean) {:.3}% of one CPU",
         seen.0,
@@ -101,8 +99,8 @@ fn measure(name: &str, cfg: DaemonConfig, intervals: usize) {
         mean / 2.0 * 100.0
     );
     if !looks.is_empty() {
+        let med = report::median(&looks);
         looks.sort_by(f64::total_cmp);
-        let med = looks[looks.len() / 2];
         let mean_look = looks.iter().sum::<f64>() / looks.len() as f64;
         println!(
             "{name:<15} first looks (no new process): {per_interval} per interval, CPU per look median {:>6.2} ms, max {:>6.2} ms; interval and looks at 2 s (mean) {:.3}% of one CPU",

@@ -11,13 +11,16 @@
 //! | [`job_table`], [`summary_block`], [`comparison_table`] | the text tables |
 //! | [`node_pct`], [`node_share_pct`], [`mem_pct`], [`busiest_node`], [`RunFigures::from_jobs`] | the per-job and per-run arithmetic both producers use |
 //! | [`seed`] | the seed tree, and the seed of each run ([`run_seed`]) |
+//! | [`median`] | the median every report quotes |
 //!
 //! Nothing here measures or simulates: the producers fill the rows, this crate does the
 //! arithmetic and the layout.
 
 pub mod seed;
+pub mod stats;
 
 pub use seed::{SeedTree, run_seed};
+pub use stats::median;
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;

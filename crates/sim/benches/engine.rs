@@ -24,11 +24,6 @@ use sim::sched::SchedSpec;
 use sim::workload::NumaTestParams;
 use std::sync::Arc;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
     std::env::var(key)
         .ok()
@@ -78,8 +73,8 @@ fn per_event(reps: usize) {
         let r = last.expect("at least one run");
         println!(
             "  {name:<20} {:>6.2} M events per CPU s  {:>6.3} CPU s/run  ({} events, {} idle ticks skipped, {} stale, {} contention solves of {:.1} iterations, {} context switches)",
-            median(rates) / 1e6,
-            median(cpus),
+            report::median(&rates) / 1e6,
+            report::median(&cpus),
             r.events - r.skipped_ticks,
             r.skipped_ticks,
             r.stale_events,
@@ -156,7 +151,7 @@ fn scaling_sweep(name: &str, period: &str, period_ns: u64, sweep: &Sweep) {
         let (lo, hi) = costs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &c| {
             (lo.min(c), hi.max(c))
         });
-        let per_sim_s = median(costs);
+        let per_sim_s = report::median(&costs);
         let growth = prev.map_or(String::new(), |p| format!("{:.2}x", per_sim_s / p));
         println!(
             "  {name:<8} {period:>7} {:>6} {:>10} {:>12.1} {:>15.4} {:>17} {:>8} {:>9.0}",

@@ -19,10 +19,11 @@
 //! | `homenode_interval_cpu_seconds` | | the daemon's CPU time in the last interval |
 //! | `homenode_interval_wall_seconds` | | wall time of the last interval's work (above the interval: it overran) |
 
-use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod server;
+
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
@@ -36,11 +37,29 @@ use super::status::{SharedStatus, StatusReport};
 type Labels = Vec<(String, String)>;
 type FGauge = Family<Labels, Gauge<f64, AtomicU64>>;
 
+/// A label set; every value escaped ([`escape_label`]).
 fn l(pairs: &[(&str, String)]) -> Labels {
     pairs
         .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
+        .map(|(k, v)| (k.to_string(), escape_label(v)))
         .collect()
+}
+
+/// A label value as the exposition format wants it: backslash, double quote and line feed
+/// escaped (`\\`, `\"`, `\n`). The client library writes values as given, and process names
+/// are chosen by whoever starts the process: unescaped, a name could end the label set and add
+/// samples of its own.
+fn escape_label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for ch in v.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The per-process families: home, locality, CPUs, slice.
@@ -177,7 +196,7 @@ fn seconds_gauge(reg: &mut Registry, name: &str, help: &str, v: f64) {
     reg.register(name, help, g);
 }
 
-/// The HTTP endpoint; dropping it stops serving.
+/// The HTTP endpoint ([`server`]); dropping it stops serving.
 pub struct MetricsServer {
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -190,7 +209,7 @@ impl MetricsServer {
         MetricsServer::start_with(addr, status, REQUEST_DEADLINE)
     }
 
-    /// As [`MetricsServer::start`], with the deadline for a request head.
+    /// As [`MetricsServer::start`], with the deadline for a whole request head.
     fn start_with(
         addr: SocketAddr,
         status: SharedStatus,
@@ -201,23 +220,9 @@ impl MetricsServer {
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let active = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("homenode-metrics".into())
-            .spawn(move || {
-                while !stop2.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((s, _)) => serve_one(s, &status, &active, deadline),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(50));
-                        }
-                        Err(e) => {
-                            tracing::warn!("metrics socket: {e}");
-                            std::thread::sleep(Duration::from_millis(200));
-                        }
-                    }
-                }
-            })?;
+            .spawn(move || server::serve(listener, status, stop2, deadline))?;
         Ok(MetricsServer {
             addr,
             stop,
@@ -235,84 +240,64 @@ impl Drop for MetricsServer {
     }
 }
 
-/// Connections answered at once; more are closed unanswered until one finishes.
-const MAX_CONNECTIONS: usize = 8;
 /// The whole request head must arrive within this time, however it is cut in pieces.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
-
-/// Answers one connection on its own thread, so that a slow client (one that sends its request
-/// a byte at a time) delays nobody else; at most [`MAX_CONNECTIONS`] at once.
-fn serve_one(s: TcpStream, status: &SharedStatus, active: &Arc<AtomicUsize>, deadline: Duration) {
-    if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-        active.fetch_sub(1, Ordering::AcqRel);
-        tracing::debug!("metrics: {MAX_CONNECTIONS} connections open, one refused");
-        return;
-    }
-    let status = status.clone();
-    let done = active.clone();
-    let spawned = std::thread::Builder::new()
-        .name("homenode-metrics-conn".into())
-        .spawn(move || {
-            if let Err(e) = answer(s, &status, deadline) {
-                tracing::debug!("metrics request: {e}");
-            }
-            done.fetch_sub(1, Ordering::AcqRel);
-        });
-    if let Err(e) = spawned {
-        active.fetch_sub(1, Ordering::AcqRel);
-        tracing::warn!("metrics: cannot start a connection thread: {e}");
-    }
-}
-
-fn answer(mut s: TcpStream, status: &SharedStatus, limit: Duration) -> std::io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_write_timeout(Some(limit))?;
-    let deadline = std::time::Instant::now() + limit;
-    // Read the whole request head: answering and closing with unread bytes in the socket
-    // would make the kernel reset the connection (the client may send the head in pieces).
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-        // A deadline for the whole head, not per read: a byte every second must not keep the
-        // connection open for ever.
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "request head not complete within the deadline",
-            ));
-        }
-        s.set_read_timeout(Some(left))?;
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let req = String::from_utf8_lossy(&head);
-    let first = req.lines().next().unwrap_or("");
-    let (code, ctype, body) = if first.starts_with("GET /metrics ") || first == "GET /metrics" {
-        let report = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            render(&report),
-        )
-    } else {
-        ("404 Not Found", "text/plain", "only /metrics\n".to_string())
-    };
-    write!(
-        s,
-        "HTTP/1.1 {code}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::daemon::status::{NodeStatus, ProcessStatus};
+    use std::io::{Read as _, Write as _};
+    use std::net::TcpStream;
     use std::sync::Mutex;
+
+    /// A sample line: name, labels, value.
+    type Sample = (String, Labels, f64);
+
+    /// The exposition lines that are not comments, each checked to be
+    /// `name{label="value",...} number` with only escaped quotes, backslashes and line feeds
+    /// inside values; the first malformed line is the error.
+    fn samples(text: &str) -> Result<Vec<Sample>, String> {
+        let mut out = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let bad = || format!("malformed sample line {line:?}");
+            let name_end = line.find(['{', ' ']).ok_or_else(bad)?;
+            let name = &line[..name_end];
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(bad());
+            }
+            let mut rest = &line[name_end..];
+            let mut labels = Vec::new();
+            if let Some(r) = rest.strip_prefix('{') {
+                rest = r;
+                while let Some((key, r)) = rest.split_once("=\"") {
+                    let key = key.trim_start_matches(',');
+                    let mut value = String::new();
+                    let mut chars = r.char_indices();
+                    let end = loop {
+                        match chars.next().ok_or_else(bad)? {
+                            (_, '\\') => match chars.next().ok_or_else(bad)?.1 {
+                                'n' => value.push('\n'),
+                                c @ ('\\' | '"') => value.push(c),
+                                _ => return Err(bad()),
+                            },
+                            (i, '"') => break i,
+                            (_, c) => value.push(c),
+                        }
+                    };
+                    labels.push((key.to_string(), value));
+                    rest = &r[end + 1..];
+                    if let Some(r) = rest.strip_prefix('}') {
+                        rest = r;
+                        break;
+                    }
+                }
+            }
+            let value = rest.strip_prefix(' ').ok_or_else(bad)?;
+            out.push((name.to_string(), labels, value.parse().map_err(|_| bad())?));
+        }
+        Ok(out)
+    }
 
     fn report() -> StatusReport {
         let mut r = StatusReport::default();
@@ -365,6 +350,82 @@ mod tests {
         }
     }
 
+    /// A process may name itself anything: its name must stay inside its label value.
+    #[test]
+    fn a_hostile_process_name_cannot_add_samples() {
+        let mut r = report();
+        let hostile = "x\"} 9\nevil 1\n#\\";
+        r.processes[0].comm = hostile.into();
+        let t = render(&r);
+        let s = samples(&t).unwrap_or_else(|e| panic!("{e} in\n{t}"));
+        assert!(
+            s.iter().all(|(name, _, _)| name.starts_with("homenode_")),
+            "{t}"
+        );
+        let cpus = s
+            .iter()
+            .find(|(name, _, _)| name == "homenode_process_cpus")
+            .expect("process_cpus");
+        assert!(
+            cpus.1.contains(&("comm".into(), hostile.into())),
+            "{cpus:?}"
+        );
+        assert_eq!(escape_label("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+    }
+
+    /// Clients that hold idle connections and reconnect as soon as one is closed, more of them
+    /// than the table holds from one peer (and, in the second round, than it holds in all),
+    /// must not stop a scraper: every scrape is answered.
+    #[test]
+    fn idle_reconnecting_clients_do_not_starve_scrapes() {
+        for attackers in [server::MAX_PER_PEER + 4, server::MAX_CONNECTIONS + 8] {
+            let shared = Arc::new(Mutex::new(report()));
+            let m =
+                MetricsServer::start("127.0.0.1:0".parse().expect("addr"), shared).expect("bind");
+            let stop = Arc::new(AtomicBool::new(false));
+            let idle: Vec<_> = (0..attackers)
+                .map(|_| {
+                    let (addr, stop) = (m.addr, stop.clone());
+                    std::thread::spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            // Connect and send nothing; when the server closes, at once again.
+                            if let Ok(mut s) = TcpStream::connect(addr) {
+                                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                                let mut b = [0u8; 1];
+                                while !stop.load(Ordering::Relaxed)
+                                    && !matches!(s.read(&mut b), Ok(0) | Ok(1))
+                                {
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let answered = (0..20).filter(|_| scrape(m.addr)).count();
+            stop.store(true, Ordering::Relaxed);
+            for t in idle {
+                t.join().expect("idle client");
+            }
+            assert_eq!(answered, 20, "{attackers} idle clients");
+        }
+    }
+
+    /// One scrape, given a minute (the machine may be loaded): answered with the metrics?
+    fn scrape(addr: SocketAddr) -> bool {
+        let Ok(mut s) = TcpStream::connect(addr) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+        if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .is_err()
+        {
+            return false;
+        }
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.starts_with("HTTP/1.1 200 OK") && out.contains("# EOF")
+    }
+
     #[test]
     fn serves_over_http_on_loopback() {
         let shared = Arc::new(Mutex::new(report()));
@@ -385,8 +446,7 @@ mod tests {
         assert!(get("/").starts_with("HTTP/1.1 404"));
     }
 
-    /// Issue 14: a client that trickles its request must not stop others from scraping.
-    /// (With one connection at a time the scrape waited behind the slow client.)
+    /// A client that trickles its request must not stop others from scraping.
     #[test]
     fn a_slow_client_blocks_nobody() {
         let shared = Arc::new(Mutex::new(report()));

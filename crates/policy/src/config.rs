@@ -221,10 +221,17 @@ impl HomenodeConfig {
             ("min_dwell_s", self.min_dwell_s),
             ("move_retry_s", self.move_retry_s),
             ("release_after_s", self.release_after_s),
-            ("first_look_s", self.first_look_s),
         ] {
             check(finite_nonneg(v), key, v, "must be a number of seconds >= 0")?;
         }
+        // A look that lists /proc costs about 3 ms with 1,000 processes (docs/DAEMON.md,
+        // "Cost"): ten looks a second are at most about 3% of a CPU.
+        check(
+            self.first_look_s == 0.0 || (MIN_FIRST_LOOK_S..=1e6).contains(&self.first_look_s),
+            "first_look_s",
+            self.first_look_s,
+            "must be 0 (no first looks) or a number of seconds in 0.1..=1e6",
+        )?;
         check(
             self.batch_mib >= 1,
             "batch_mib",
@@ -367,6 +374,9 @@ pub struct PlacementConfig {
     pub numad: NumadConfig,
 }
 
+/// The shortest time between two first looks, seconds (`first_look_s`, when not 0).
+pub const MIN_FIRST_LOOK_S: f64 = 0.1;
+
 /// The range of [`PlacementConfig::interval_s`], seconds.
 pub const INTERVAL_RANGE_S: std::ops::RangeInclusive<f64> = 0.01..=3600.0;
 
@@ -423,6 +433,31 @@ mod tests {
         assert_eq!(HomenodeConfig::default().validate(), Ok(()));
         assert_eq!(NumadConfig::default().validate(), Ok(()));
         assert_eq!(PlacementConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn first_looks_are_off_or_at_most_ten_a_second() {
+        for (v, ok) in [
+            (0.0, true),
+            (0.1, true),
+            (0.5, true),
+            (1e-6, false),
+            (0.05, false),
+        ] {
+            let c = HomenodeConfig {
+                first_look_s: v,
+                ..Default::default()
+            };
+            assert_eq!(c.validate().is_ok(), ok, "{v}");
+        }
+        let c = HomenodeConfig {
+            first_look_s: 1e-9,
+            ..Default::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "placement parameter `first_look_s` = 0.000000001: must be 0 (no first looks) or a number of seconds in 0.1..=1e6"
+        );
     }
 
     #[test]

@@ -46,6 +46,29 @@ pub fn escape_control(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Output text (a report, a table, a JSON document) made safe for a terminal: every control
+/// character but line feed and tab, and the layout characters of the module doc, becomes a
+/// JSON-style `\uXXXX` escape. Valid JSON stays valid and means the same (its writer escapes
+/// the C0 controls inside strings already; this escapes DEL, the C1 controls and the layout
+/// characters it leaves raw), and names read from input files cannot move the cursor, clear
+/// the screen or reorder a line. Borrowed when there is nothing to escape.
+pub fn terminal_safe(s: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || invisible_layout(c);
+    if !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            // Every such character is in the Basic Multilingual Plane: four digits suffice.
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +82,23 @@ mod tests {
             "a\\r\\tb\\u{1b}[2J\\u{7f}"
         );
         assert_eq!(escape_control("ünïcode ok"), "ünïcode ok");
+    }
+
+    #[test]
+    fn terminal_output_keeps_lines_and_tabs_and_valid_json() {
+        assert!(matches!(terminal_safe("a\tb\nc\\d"), Cow::Borrowed(_)));
+        assert_eq!(
+            terminal_safe("x\u{1b}[2J\ry\u{7f}\u{202e}z\n"),
+            "x\\u001b[2J\\u000dy\\u007f\\u202ez\n"
+        );
+        let doc = serde_json::json!({ "name": "evil\u{1b}[31m\u{85}\u{202e}\u{2028}" }).to_string();
+        let safe = terminal_safe(&doc);
+        assert!(
+            !safe.chars().any(|c| c.is_control() || invisible_layout(c)),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).expect("still JSON");
+        assert_eq!(back["name"], "evil\u{1b}[31m\u{85}\u{202e}\u{2028}");
     }
 
     #[test]

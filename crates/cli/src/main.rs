@@ -56,8 +56,11 @@ pub(crate) fn init_logging() {
     logging::init();
 }
 
+/// Writes `s` to stdout, made safe for a terminal first (`linux::text::terminal_safe`): names
+/// from input files reach the reports, and must not carry escape sequences to the screen.
 fn emit(s: &str) -> std::io::Result<()> {
     use std::io::Write as _;
+    let s = linux::text::terminal_safe(s);
     let mut o = std::io::stdout().lock();
     match o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
@@ -90,7 +93,8 @@ fn main() {
 
 /// The error and its causes on one line, each said once: many library errors already show
 /// their source in their own message (`path: what: OS error`), and printing the chain as well
-/// would repeat the OS error.
+/// would repeat the OS error. Control characters (a line break in a parser's message, an
+/// escape sequence in a name read from a file) are escaped, so it stays one line.
 fn error_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
@@ -103,7 +107,7 @@ fn error_line(e: &anyhow::Error) -> String {
         }
         line.push_str(&text);
     }
-    line
+    linux::text::escape_control(&line).into_owned()
 }
 
 #[cfg(test)]

@@ -725,3 +725,54 @@ fn machine_set_bandwidth_errors_give_the_range() {
     }
     fails(&args("bandwidth=5"), &["`bandwidth`", "bandwidth_gbps"]);
 }
+
+/// Names read from a spec file reach the report: an escape sequence or a bidi override in
+/// them must reach the terminal as text, not as a command to it.
+#[test]
+fn names_from_input_files_reach_the_terminal_escaped() {
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../machines/azusa16.toml"
+    ))
+    .expect("azusa16.toml");
+    let mut lines: Vec<String> = spec.lines().map(String::from).collect();
+    for l in &mut lines {
+        if l.starts_with("name = ") {
+            *l = r#"name = "evil\u001b[2J\u202e""#.into();
+        } else if l.starts_with("description = ") {
+            *l = r#"description = "d\u001b[31m""#.into();
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("homenode-escape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("evil.toml");
+    std::fs::write(&file, lines.join("\n")).expect("write");
+    let file = file.to_str().expect("utf-8 path");
+    for args in [
+        vec!["machines", file],
+        vec![
+            "sim",
+            "numa-test",
+            "--machine",
+            file,
+            "--tasks",
+            "2",
+            "--reps",
+            "1",
+            "--passes",
+            "1",
+            "--no-disturb",
+            "--summary-only",
+        ],
+    ] {
+        let o = homenode(&args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(out.contains(r"evil\u001b[2J\u202e"), "{args:?}: {out}");
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+            "{args:?}: {out:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,5 +1,5 @@
 # shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
-# Scenario 10 (issue 11): first looks. With a long interval (10 s), a memhog started after the
+# Scenario 10: first looks. With a long interval (10 s), a memhog started after the
 # daemon's first interval is homed by a first look (every 0.5 s, homenode's default
 # first_look_s: seen at one look, placed at the next with the same thread count), before the
 # daemon's second interval.

@@ -1,5 +1,5 @@
 # shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
-# Scenario numatest8 (issue 11): `homenode bench numa-test 8` (eight random-update jobs and
+# Scenario numatest8: `homenode bench numa-test 8` (eight random-update jobs and
 # the hackbench burst at 3 s) in the 4 x 2 CPU guest, first under the kernel's NUMA balancing
 # alone, then under homenode run with the balancing left on (the recommended mode). From each
 # job's row of the report (`vmhelper benchjobs`: the node it ran on most, the share of its

@@ -1,5 +1,5 @@
 # shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
-# Scenario 11 (issue 11): a reused PID. An idle process (`sleep`) is read by the daemon's
+# Scenario 11: a reused PID. An idle process (`sleep`) is read by the daemon's
 # light passes and then exits; its PID is handed to a memhog (through
 # /proc/sys/kernel/ns_last_pid, as checkpoint/restore tools set the next PID). With idle
 # processes re-read only every 1000 intervals and no full rescan for 1000, the daemon must

@@ -1,5 +1,5 @@
 # shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
-# Scenario 7 (issue 11): a process whose threads set their own CPU mask to every CPU with
+# Scenario 7: a process whose threads set their own CPU mask to every CPU with
 # sched_setaffinity after homenode homed it (as `perf bench numa`'s workers do) is not
 # "pinned by someone else": the daemon homes it again and keeps it homed. Before the fix the
 # daemon released it for good ("pinned by someone else: CPUs 0-3").

@@ -1,5 +1,5 @@
 # shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
-# Scenario 12 (issue 11): a process of two busy threads with 1 MiB of its own memory, far
+# Scenario 12: a process of two busy threads with 1 MiB of its own memory, far
 # below min_rss_mib, gets a home: its threads share one address space, which one node keeps
 # local (docs/PLACEMENT.md, "Several busy threads count whatever their memory"). A process of
 # one busy thread with as little memory is left to the kernel. Both get their CPUs back when

@@ -1,5 +1,5 @@
 # shellcheck shell=sh disable=SC1091,SC2086,SC2034,SC2012,SC2317
-# Scenario with-balancing (issue 11): scenario 2's four memhogs (memory all on node 0) under
+# Scenario with-balancing: scenario 2's four memhogs (memory all on node 0) under
 # the kernel's NUMA balancing alone, then under homenode with the balancing left on (the
 # recommended mode, docs/PLACEMENT.md). homenode must bring them to four separate nodes with
 # their memory at least as fast as the kernel alone does (or at all, when the kernel does not

@@ -47,23 +47,35 @@ fn no_reference_leaves_the_repository() {
     );
 }
 
+/// The Markdown pages under `dir`, at any depth.
+fn pages_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("docs").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            pages_under(&p, out);
+        } else if p.extension().is_some_and(|e| e == "md") {
+            out.push(p);
+        }
+    }
+}
+
 #[test]
 fn links_between_docs_resolve() {
-    let docs = repo().join("docs");
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(&docs)
-        .expect("docs")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
+    let mut pages = Vec::new();
+    pages_under(&repo().join("docs"), &mut pages);
+    assert!(pages.len() > 10, "found only {} pages", pages.len());
     pages.push(repo().join("README.md"));
+    pages.push(repo().join("CHANGELOG.md"));
     for page in pages {
         let text = std::fs::read_to_string(&page).expect("page");
         for (i, _) in text.match_indices("](") {
             let rest = &text[i + 2..];
             let Some(end) = rest.find(')') else { continue };
             let target = rest[..end].split('#').next().unwrap_or("");
-            if target.is_empty() || target.contains("://") || !target.ends_with(".md") {
+            if target.is_empty()
+                || target.contains("://")
+                || ![".md", ".svg"].iter().any(|x| target.ends_with(x))
+            {
                 continue;
             }
             let dir = page.parent().expect("dir");

@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 use policy::{Action, NodePolicy, Snapshot};
 use topo::{CpuSet, NodeId};
 
+use crate::clock::{Clock, RealClock};
 use crate::error::{JournalError, ProcError};
 use crate::exclude::Verdict;
 use crate::journal::{self, Journal, RestoreReport};
@@ -159,6 +160,8 @@ pub struct Daemon {
     /// The last interval's candidates, shown again to a first look beside the new ones.
     last_cands: Vec<snapshot::Candidate>,
     prev_vmstat: Option<crate::procfs::NumaCounters>,
+    /// Where "now" comes from: intervals, rates and budgets are measured on it.
+    clock: Arc<dyn Clock>,
     started: Instant,
     intervals: u64,
     status: SharedStatus,
@@ -181,6 +184,15 @@ impl Daemon {
     /// Reads the host, takes the lock, recovers the journal a previous run left, builds the
     /// policy. Nothing is changed on the host except by journal recovery.
     pub fn start(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
+        Daemon::start_with_clock(cfg, Arc::new(RealClock))
+    }
+
+    /// [`Daemon::start`] with time read from `clock` (tests: a [`crate::clock::ManualClock`]
+    /// advanced by exact steps).
+    pub fn start_with_clock(
+        cfg: DaemonConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Daemon, DaemonError> {
         cfg.validate("configuration")?;
         let host = Arc::new(Host::read(&cfg.root, cfg.fake_numa)?);
         let policy = policy::build(&cfg.policy, &cfg.placement).map_err(DaemonError::Policy)?;
@@ -216,7 +228,8 @@ impl Daemon {
             look_cpustat: None,
             last_cands: Vec::new(),
             prev_vmstat: None,
-            started: Instant::now(),
+            started: clock.now(),
+            clock,
             intervals: 0,
             status,
             _lock: lock,
@@ -319,7 +332,7 @@ impl Daemon {
     /// One interval: sample, decide, apply, publish.
     pub fn interval(&mut self) -> Result<IntervalReport, DaemonError> {
         let cpu0 = thread_cpu_s();
-        let now = Instant::now();
+        let now = self.clock.now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
         let sample = self.sampler.sample(
@@ -328,9 +341,10 @@ impl Daemon {
             &self.cfg.scan,
             &managed,
             &self.cfg.rules,
+            now,
         )?;
         let sample_cpu_s = thread_cpu_s() - cpu0;
-        let sample_wall_s = now.elapsed().as_secs_f64();
+        let sample_wall_s = self.since(now);
         for e in &sample.full.errors {
             // Once per file: a process whose file cannot be read (EACCES on PID 1 in a
             // container, say) stays unreadable, and is dropped from every scan.
@@ -386,7 +400,7 @@ impl Daemon {
         counters.scan_errors += sample.full.errors.len() as u64;
         self.intervals += 1;
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
-        report.wall_s = now.elapsed().as_secs_f64();
+        report.wall_s = self.since(now);
         self.publish(&snap, &cands, counters, &report, sample.light.len());
         if let Ok(mut s) = self.status.lock() {
             s.kernel_numa = kernel_numa;
@@ -458,12 +472,16 @@ impl Daemon {
     /// and the new processes' `stat` read.
     pub fn look(&mut self) -> Result<Option<IntervalReport>, DaemonError> {
         let cpu0 = thread_cpu_s();
-        let now = Instant::now();
+        let now = self.clock.now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
-        let sample =
-            self.sampler
-                .look(&self.cfg.root, &self.cfg.scan, &managed, &self.cfg.rules)?;
+        let sample = self.sampler.look(
+            &self.cfg.root,
+            &self.cfg.scan,
+            &managed,
+            &self.cfg.rules,
+            now,
+        )?;
         if let Ok(mut s) = self.status.lock() {
             s.counters.first_looks += 1;
             s.counters.first_looks_found += u64::from(sample.is_some());
@@ -472,7 +490,7 @@ impl Daemon {
             return Ok(None);
         };
         let sample_cpu_s = thread_cpu_s() - cpu0;
-        let sample_wall_s = now.elapsed().as_secs_f64();
+        let sample_wall_s = self.since(now);
         let idle = self.read_idle(true)?;
         let free = self.host.free_bytes(&self.cfg.root)?;
         let new = self.candidates(&sample, now, now_ns);
@@ -511,8 +529,13 @@ impl Daemon {
             }
         }
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
-        report.wall_s = now.elapsed().as_secs_f64();
+        report.wall_s = self.since(now);
         Ok(Some(report))
+    }
+
+    /// Seconds on the daemon's clock since `t`.
+    fn since(&self, t: Instant) -> f64 {
+        self.clock.now().saturating_duration_since(t).as_secs_f64()
     }
 
     /// The published counters, to be added to and published again.
@@ -537,7 +560,7 @@ impl Daemon {
         let mut homed = homed.into_iter();
         let mut not_applied = Vec::new();
         for a in actions {
-            let t = Instant::now();
+            let t = self.clock.now();
             let done = match a {
                 Action::SetHome { .. } => Done::Home(homed.next()),
                 Action::SetSlice { .. } => Done::Slice(sliced.next()),
@@ -545,7 +568,7 @@ impl Daemon {
             };
             let outcome = self.apply(&a, done, counters);
             if matches!(a, Action::MoveMemory { .. }) {
-                report.move_wall_s += t.elapsed().as_secs_f64();
+                report.move_wall_s += self.since(t);
             }
             if outcome == Outcome::DryRun {
                 not_applied.push(a.clone());
@@ -913,7 +936,7 @@ impl Daemon {
             counters.skipped = s.counters.skipped.clone();
             s.counters = counters;
             s.intervals = self.intervals;
-            s.uptime_s = self.started.elapsed().as_secs_f64();
+            s.uptime_s = self.since(self.started);
             s.last_cpu_ms = report.cpu_s * 1000.0;
             s.last_wall_ms = report.wall_s * 1000.0;
             s.no_custom_slices = self.actuator.no_custom_slices();

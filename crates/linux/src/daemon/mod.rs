@@ -30,8 +30,10 @@
 
 pub mod apply;
 pub mod config;
+pub mod control;
 pub mod host;
 pub mod metrics;
+pub mod movelog;
 pub mod privileges;
 pub mod reload;
 pub mod sampler;
@@ -160,6 +162,10 @@ pub struct Daemon {
     /// The last interval's candidates, shown again to a first look beside the new ones.
     last_cands: Vec<snapshot::Candidate>,
     prev_vmstat: Option<crate::procfs::NumaCounters>,
+    /// The memory moves of the decision being applied, logged together at its end.
+    moves: movelog::MoveLog,
+    /// The operator's `manage`/`unmanage` requests, taken by the status socket.
+    control: Arc<control::Control>,
     /// Where "now" comes from: intervals, rates and budgets are measured on it.
     clock: Arc<dyn Clock>,
     started: Instant,
@@ -228,6 +234,8 @@ impl Daemon {
             look_cpustat: None,
             last_cands: Vec::new(),
             prev_vmstat: None,
+            moves: movelog::MoveLog::default(),
+            control: Arc::new(control::Control::new(&cfg.root)),
             started: clock.now(),
             clock,
             intervals: 0,
@@ -249,6 +257,16 @@ impl Daemon {
 
     pub fn config(&self) -> &DaemonConfig {
         &self.cfg
+    }
+
+    /// Where the status socket hands the operator's `manage`/`unmanage` requests.
+    pub fn control(&self) -> Arc<control::Control> {
+        self.control.clone()
+    }
+
+    /// The configured exclusion rules with the operator's requests applied.
+    fn rules(&self) -> crate::exclude::Rules {
+        self.control.rules(&self.cfg.rules)
     }
 
     /// Processes managed now (in a dry run: would be), with their home nodes.
@@ -335,12 +353,13 @@ impl Daemon {
         let now = self.clock.now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
+        let rules = self.rules();
         let sample = self.sampler.sample(
             &self.cfg.root,
             &self.host,
             &self.cfg.scan,
             &managed,
-            &self.cfg.rules,
+            &rules,
             now,
         )?;
         let sample_cpu_s = thread_cpu_s() - cpu0;
@@ -376,7 +395,7 @@ impl Daemon {
             .map(|p| vmstat.delta(p).values)
             .unwrap_or_default();
         self.prev_vmstat = Some(vmstat);
-        let cands = self.candidates(&sample, now, now_ns);
+        let cands = self.candidates(&sample, &rules, now, now_ns);
         let mut report = IntervalReport::sampled(&sample, cands.len(), sample_cpu_s, sample_wall_s);
         self.forget_exited(&sample);
         self.release_taken_over(&cands, &mut report);
@@ -432,6 +451,7 @@ impl Daemon {
     fn candidates(
         &self,
         sample: &sampler::Sample,
+        rules: &crate::exclude::Rules,
         now: Instant,
         now_ns: u64,
     ) -> Vec<snapshot::Candidate> {
@@ -441,7 +461,7 @@ impl Daemon {
             never: &self.never,
             applied_masks: !self.cfg.dry_run,
         };
-        snapshot::candidates(sample, &self.host, &self.cfg.rules, &known, now, now_ns)
+        snapshot::candidates(sample, &self.host, rules, &known, now, now_ns)
     }
 
     /// What the last decision or look held back, and why, each line after `label`: with the
@@ -475,13 +495,10 @@ impl Daemon {
         let now = self.clock.now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
-        let sample = self.sampler.look(
-            &self.cfg.root,
-            &self.cfg.scan,
-            &managed,
-            &self.cfg.rules,
-            now,
-        )?;
+        let rules = self.rules();
+        let sample = self
+            .sampler
+            .look(&self.cfg.root, &self.cfg.scan, &managed, &rules, now)?;
         if let Ok(mut s) = self.status.lock() {
             s.counters.first_looks += 1;
             s.counters.first_looks_found += u64::from(sample.is_some());
@@ -493,7 +510,7 @@ impl Daemon {
         let sample_wall_s = self.since(now);
         let idle = self.read_idle(true)?;
         let free = self.host.free_bytes(&self.cfg.root)?;
-        let new = self.candidates(&sample, now, now_ns);
+        let new = self.candidates(&sample, &rules, now, now_ns);
         let mut report = IntervalReport::sampled(&sample, new.len(), sample_cpu_s, sample_wall_s);
         // The others as the last interval saw them, so that the homes given so far count
         // where they belong; those that exited since (their `/proc` directory is gone: one
@@ -580,6 +597,23 @@ impl Daemon {
         // that memory will not move, and the policy leaves it alone for a while.)
         if !not_applied.is_empty() {
             self.policy.not_applied(&not_applied);
+        }
+        self.log_moves();
+    }
+
+    /// One line per process for the decision's memory moves, however many batches.
+    fn log_moves(&mut self) {
+        let moves = std::mem::take(&mut self.moves);
+        for (key, action, outcome, failed) in moves.lines() {
+            if self.cfg.dry_run {
+                tracing::info!(target: "homenode::decision", "would {action}");
+            } else if failed {
+                tracing::warn!(target: "homenode::decision", "{action} -> {outcome}");
+            } else {
+                tracing::info!(target: "homenode::decision", "{action} -> {outcome}");
+            }
+            self.last
+                .insert(key, (action, outcome, journal::unix_now()));
         }
     }
 
@@ -717,7 +751,13 @@ impl Daemon {
                 counters.pages_moved += m.pages_moved;
                 counters.pages_failed += m.pages_failed;
                 counters.bytes_moved += m.bytes_moved;
-                o
+                self.moves.add(a, &o, &m);
+                *counters
+                    .actions
+                    .entry(format!("{}/{}", a.kind(), o.label()))
+                    .or_default() += 1;
+                // Logged with the decision's other batches of the process (`log_moves`).
+                return o;
             }
             Action::SetSlice { .. } => {
                 let sliced = match done {
@@ -917,6 +957,11 @@ impl Daemon {
                             .iter()
                             .map(|&b| b as f64 * 100.0 / rss as f64)
                             .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    memory_bytes: if rss > 0 {
+                        v.node_bytes.clone()
                     } else {
                         Vec::new()
                     },
@@ -1139,7 +1184,7 @@ pub fn run_reloading(
     reload: Option<Reload<'_>>,
 ) -> Result<RunSummary, DaemonError> {
     let mut d = Daemon::start(cfg)?;
-    let _status = status::StatusServer::start(&d.cfg.socket, d.status())?;
+    let _status = status::StatusServer::start_with(&d.cfg.socket, d.status(), Some(d.control()))?;
     let _metrics = match d.cfg.metrics {
         Some(addr) => Some(
             metrics::MetricsServer::start(addr, d.status())

@@ -568,3 +568,41 @@ fn a_dry_run_under_fake_numa_skips_the_moves_as_the_daemon_would() {
     );
     assert_eq!(a.move_memory(&host, key, 1, 0, 1 << 20).0, Outcome::DryRun);
 }
+
+/// `homenode unmanage PID` over the status socket releases a homed process at the next
+/// interval (its masks and slices restored, as for a process the configuration excludes) and
+/// keeps it alone; `homenode manage PID` lets the policy home it again.
+#[test]
+fn an_unmanaged_pid_is_released_and_a_managed_one_homed_again() {
+    use linux::daemon::control::Request;
+    let (tmp, proc_dir) = look_fixture();
+    let mut d = start(config(tmp.path())).expect("start");
+    let busy = |d: &mut Clocked| {
+        add_user_ticks(&proc_dir, 1000, 1000);
+        d.interval().expect("interval")
+    };
+    busy(&mut d);
+    assert_eq!(set_homes(&busy(&mut d), 1000), 1, "the database is homed");
+    let control = d.control();
+    control
+        .take(Request::Unmanage(1000))
+        .expect("a live PID is taken");
+    assert!(
+        control.take(Request::Unmanage(4321)).is_err(),
+        "no such PID"
+    );
+    let r = busy(&mut d);
+    assert!(
+        r.released
+            .iter()
+            .any(|(k, why)| k.pid == 1000 && why.contains("excluded")),
+        "{:?}",
+        r.released
+    );
+    assert!(d.homes().all(|(k, _)| k.pid != 1000));
+    let r = busy(&mut d);
+    assert_eq!(set_homes(&r, 1000), 0, "left alone while unmanaged");
+    control.take(Request::Manage(1000)).expect("manage");
+    let r = busy(&mut d);
+    assert_eq!(set_homes(&r, 1000), 1, "{r:?}");
+}

@@ -84,7 +84,35 @@ fn main() {
     };
     if let Err(e) = r {
         eprintln!("homenode: {}", error_line(&e));
-        std::process::exit(2);
+        std::process::exit(exit_code(&e));
+    }
+}
+
+/// An error in how homenode was called (a value on the command line that names nothing or is
+/// out of range, a missing argument): exit code 2, as for the errors clap finds itself.
+#[derive(Debug)]
+pub(crate) struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Marks `e` as a usage error (its message on one line, as it would have been printed).
+pub(crate) fn usage(e: anyhow::Error) -> anyhow::Error {
+    anyhow::Error::new(Usage(error_line(&e)))
+}
+
+/// 2 for a usage error, 1 for any other (a file that does not parse, a daemon that is not
+/// running, a syscall that failed).
+fn exit_code(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|c| c.is::<Usage>()) {
+        2
+    } else {
+        1
     }
 }
 
@@ -108,6 +136,13 @@ fn error_line(e: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_usage_error_exits_2_even_under_context_and_others_1() {
+        let u = super::usage(anyhow::anyhow!("--set x: expected KEY=VALUE"));
+        assert_eq!(super::exit_code(&u.context("homenode run")), 2);
+        assert_eq!(super::exit_code(&anyhow::anyhow!("cannot connect")), 1);
+    }
+
     #[test]
     fn an_os_error_is_said_once() {
         let io = std::io::Error::from_raw_os_error(2);

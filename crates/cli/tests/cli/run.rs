@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{fails_with, ok, quiet};
+use crate::common::{fails_at_runtime, fails_with, ok, quiet};
 
 /// Kills the children on drop, whatever happens in the test.
 struct Procs(Vec<Child>);
@@ -440,7 +440,7 @@ fn bad_configuration_is_one_line() {
     let dir = scratch("config");
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "interval_s = 2.0\n[scan]\nspeed = 3\n").expect("write");
-    fails_with(
+    fails_at_runtime(
         &["run", "--config", &cfg.to_string_lossy()],
         &["bad.toml:3:", "scan.speed"],
     );
@@ -464,7 +464,7 @@ fn bad_configuration_is_one_line() {
         ],
         &["policy", "homenode"],
     );
-    fails_with(
+    fails_at_runtime(
         &[
             "run",
             "--config",
@@ -472,7 +472,7 @@ fn bad_configuration_is_one_line() {
         ],
         &["missing.toml", "cannot read"],
     );
-    fails_with(
+    fails_at_runtime(
         &[
             "status",
             "--socket",
@@ -540,4 +540,25 @@ fn a_process_that_widens_its_own_mask_is_homed_again() {
         "{err}"
     );
     drop(procs);
+}
+
+/// Exit codes as clap's: 2 for a command line clap refuses and for a value it accepted that
+/// homenode refuses, 1 for an error at run time. (Every error exited 2.)
+#[test]
+fn exit_codes_tell_usage_from_runtime_errors() {
+    let o = crate::common::homenode(&["run", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2), "clap's own usage error");
+    fails_with(
+        &["run", "--set", "interval"],
+        &["--set interval", "KEY=VALUE"],
+    );
+    let empty = crate::common::scratch_in("exit-codes", "empty.toml", "");
+    fails_with(
+        &["run", "--config", &empty, "--interval", "0"],
+        &["--interval", "placement.interval_s"],
+    );
+    fails_at_runtime(
+        &["status", "--socket", "/nonexistent/homenode.sock"],
+        &["/nonexistent/homenode.sock"],
+    );
 }

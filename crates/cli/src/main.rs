@@ -9,13 +9,14 @@ macro_rules! outln {
 }
 
 mod bench_cmd;
+mod docs_cmd;
 mod experiments_cmd;
 mod logging;
 mod run_cmd;
 mod sim_cmd;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -47,8 +48,16 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Ask the running daemon for its placement table.
     Status(run_cmd::StatusArgs),
+    /// Tell the running daemon to manage a process (when busy enough; no safety rule lifted).
+    Manage(run_cmd::ControlArgs),
+    /// Tell the running daemon to leave a process alone, restoring what it set on it.
+    Unmanage(run_cmd::ControlArgs),
     /// This host's NUMA topology as the daemon sees it.
     Topo(run_cmd::TopoArgs),
+    /// Write the man pages (homenode.1 and one per subcommand) into a directory.
+    Man(docs_cmd::ManArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(docs_cmd::CompletionsArgs),
 }
 
 /// Logs to stderr, one line per event (see [`logging`]).
@@ -72,6 +81,10 @@ fn main() {
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::Status(a) => run_cmd::status(a),
+        Cmd::Manage(a) => run_cmd::control(&a, "manage"),
+        Cmd::Unmanage(a) => run_cmd::control(&a, "unmanage"),
+        Cmd::Man(a) => docs_cmd::man(&a, Cli::command()),
+        Cmd::Completions(a) => docs_cmd::completions(&a, Cli::command()),
         Cmd::Topo(a) => run_cmd::topo(a),
         Cmd::Experiments(a) => experiments_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),

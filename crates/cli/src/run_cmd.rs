@@ -82,6 +82,15 @@ pub struct StatusArgs {
 const STATUS_COLUMNS: usize = 100;
 
 #[derive(Args)]
+pub struct ControlArgs {
+    /// The process.
+    pid: u32,
+    /// The daemon's socket.
+    #[arg(long, default_value = "/run/homenode/homenode.sock")]
+    socket: PathBuf,
+}
+
+#[derive(Args)]
 pub struct TopoArgs {
     /// Read /sys under this root.
     #[arg(long, default_value = "/")]
@@ -383,8 +392,17 @@ fn print_status(r: &daemon::status::StatusReport, a: &StatusArgs) -> Result<()> 
         outln!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
     }
-    let wide = a.wide;
-    outln!(
+    out!("{}", status_text(r, a.wide));
+    Ok(())
+}
+
+/// The status report as `homenode status` prints it: at most [`STATUS_COLUMNS`] wide unless
+/// `wide`.
+fn status_text(r: &daemon::status::StatusReport, wide: bool) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
         "{}",
         fit(
             &format!(
@@ -406,12 +424,10 @@ fn print_status(r: &daemon::status::StatusReport, a: &StatusArgs) -> Result<()> 
             wide
         )
     );
-    outln!(
+    let _ = writeln!(
+        o,
         "{} processes seen, {} looked at closely, last interval {:.2} ms CPU in {:.0} ms",
-        r.processes_seen,
-        r.candidates,
-        r.last_cpu_ms,
-        r.last_wall_ms
+        r.processes_seen, r.candidates, r.last_cpu_ms, r.last_wall_ms
     );
     let mut nodes = plain_table(wide);
     nodes.set_header(["node", "cpus", "busy CPUs", "free MiB", "homed"]);
@@ -425,10 +441,10 @@ fn print_status(r: &daemon::status::StatusReport, a: &StatusArgs) -> Result<()> 
         ];
         add_row(&mut nodes, cells, wide);
     }
-    outln!("{nodes}");
-    outln!("");
+    let _ = writeln!(o, "{nodes}");
+    let _ = writeln!(o);
     let t = processes_table(r, wide);
-    outln!("{t}");
+    let _ = writeln!(o, "{t}");
     let c = &r.counters;
     let actions: Vec<String> = c.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let skipped: Vec<String> = c.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -443,10 +459,10 @@ fn print_status(r: &daemon::status::StatusReport, a: &StatusArgs) -> Result<()> 
     .collect();
     if !kernel.is_empty() {
         let line = format!("kernel, last interval: {}", kernel.join(", "));
-        outln!("\n{}", fit(&line, wide));
+        let _ = writeln!(o, "\n{}", fit(&line, wide));
     }
     if !r.notes.is_empty() {
-        outln!("\n{}", notes_text(&r.notes, wide));
+        let _ = writeln!(o, "\n{}", notes_text(&r.notes, wide));
     }
     let list = |v: Vec<String>| {
         if v.is_empty() {
@@ -455,14 +471,26 @@ fn print_status(r: &daemon::status::StatusReport, a: &StatusArgs) -> Result<()> 
             v.join(", ")
         }
     };
-    outln!("\n{}", fit(&format!("actions: {}", list(actions)), wide));
-    outln!(
+    let _ = writeln!(o, "\n{}", fit(&format!("actions: {}", list(actions)), wide));
+    let _ = writeln!(
+        o,
         "pages moved: {} ({} MiB), failed {}",
         c.pages_moved,
         c.bytes_moved >> 20,
         c.pages_failed
     );
-    outln!("{}", fit(&format!("left alone: {}", list(skipped)), wide));
+    let _ = writeln!(
+        o,
+        "{}",
+        fit(&format!("left alone: {}", list(skipped)), wide)
+    );
+    o
+}
+
+/// `homenode manage PID` / `homenode unmanage PID`: one request to the running daemon.
+pub fn control(a: &ControlArgs, verb: &str) -> Result<()> {
+    let answer = daemon::status::request(&a.socket, &format!("{verb} {}", a.pid))?;
+    outln!("{answer}");
     Ok(())
 }
 
@@ -534,6 +562,60 @@ mod tests {
         let (cfg, found) = config_with_default(&args(&[]), &absent).expect("the file");
         assert!(found);
         assert_eq!(cfg.policy, "numad");
+    }
+
+    /// A report whose rows, notes and counters run long: every line fits 100 columns by
+    /// default (the last action cut with `...`), and `--wide` shows it whole. Memory is in MiB
+    /// per node.
+    #[test]
+    fn the_status_fits_100_columns_unless_wide() {
+        use daemon::status::{NodeStatus, ProcessStatus, StatusReport};
+        let long = format!(
+            "pid 31020: set home 1 (CPUs 8-15): {}",
+            "because ".repeat(30)
+        );
+        let mut r = StatusReport {
+            version: "0.1.0".into(),
+            policy: "homenode".into(),
+            dry_run: true,
+            fake_numa: Some(2),
+            no_custom_slices: true,
+            notes: vec![format!("rebalance: {}", "waiting ".repeat(20))],
+            ..StatusReport::default()
+        };
+        r.nodes = (0..2)
+            .map(|n| NodeStatus {
+                node: n,
+                cpus: format!("{}-{}", n * 8, n * 8 + 7),
+                ..NodeStatus::default()
+            })
+            .collect();
+        r.processes.push(ProcessStatus {
+            pid: 31020,
+            comm: "worker-with-a-long-name".into(),
+            home: vec![1],
+            time_pct: vec![10.0, 90.0],
+            memory_bytes: vec![300 << 20, 2 << 30],
+            last_action: Some(long.clone()),
+            last_outcome: Some("done: 4 threads set to CPUs 8-15".into()),
+            ..ProcessStatus::default()
+        });
+        for i in 0..12 {
+            r.counters.actions.insert(format!("move_memory/kind{i}"), i);
+        }
+        let narrow = status_text(&r, false);
+        for l in narrow.lines() {
+            assert!(
+                l.chars().count() <= STATUS_COLUMNS,
+                "{} columns: {l}",
+                l.len()
+            );
+        }
+        assert!(narrow.contains("300/2048"), "{narrow}");
+        assert!(narrow.contains("..."), "{narrow}");
+        let wide = status_text(&r, true);
+        assert!(wide.contains(long.trim_end()), "{wide}");
+        assert!(wide.lines().any(|l| l.chars().count() > STATUS_COLUMNS));
     }
 
     /// The shipped unit must not name a file the daemon then requires.

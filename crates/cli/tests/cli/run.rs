@@ -562,3 +562,18 @@ fn exit_codes_tell_usage_from_runtime_errors() {
         &["/nonexistent/homenode.sock"],
     );
 }
+
+/// `manage`/`unmanage` and `status --watch` without a daemon are runtime errors; a watch
+/// period that is no positive number is a usage error.
+#[test]
+fn manage_and_watch_need_a_daemon() {
+    let none = "/nonexistent/homenode.sock";
+    for verb in ["manage", "unmanage"] {
+        fails_at_runtime(&[verb, "4242", "--socket", none], &[none, "cannot connect"]);
+    }
+    fails_at_runtime(&["status", "--watch", "--socket", none], &[none]);
+    fails_with(
+        &["status", "--watch", "0", "--socket", none],
+        &["--watch 0"],
+    );
+}

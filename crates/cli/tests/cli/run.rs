@@ -223,7 +223,11 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
         .count();
     assert_eq!(homed, 2, "{json}");
     let table = ok(&["status", "--socket", &sock.to_string_lossy()]);
-    assert!(table.contains("memory % by node"), "{table}");
+    assert!(table.contains("MiB by node"), "{table}");
+    assert!(
+        table.lines().all(|l| l.chars().count() <= 100),
+        "wider than 100 columns: {table}"
+    );
     // SIGTERM: every changed mask goes back.
     let mut d = d;
     sigterm(&d.0[0]);

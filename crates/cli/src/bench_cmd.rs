@@ -153,7 +153,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         BenchCmd::Overhead(a) => overhead(a),
         BenchCmd::Probe(a) => probe(a),
         BenchCmd::Worker { args } => {
-            let line = bench::worker::main_with_args(&args).map_err(|e| anyhow!("{e}"))?;
+            let line =
+                bench::worker::main_with_args(&args).map_err(|e| crate::usage(anyhow!("{e}")))?;
             outln!("{line}");
             Ok(())
         }
@@ -248,8 +249,8 @@ fn check_args(a: &NumaTestArgs) -> Result<()> {
 }
 
 fn numa_test(a: NumaTestArgs) -> Result<()> {
-    check_args(&a)?;
-    let nodes = host_nodes(a.fake_numa)?;
+    check_args(&a).map_err(crate::usage)?;
+    let nodes = host_nodes(a.fake_numa).map_err(crate::usage)?;
     let hackbench_helper = if a.hackbench_threads {
         None
     } else {
@@ -276,7 +277,7 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             kill_worker: a.test_kill_worker,
         },
     };
-    bnt::check_memory(&set).map_err(|e| anyhow!("{e}"))?;
+    bnt::check_memory(&set).map_err(|e| crate::usage(anyhow!("{e}")))?;
     let machine = if let Some(k) = a.fake_numa {
         format!("host,fake-numa={k}")
     } else {
@@ -443,11 +444,11 @@ fn probe(a: ProbeArgs) -> Result<()> {
 }
 
 fn overhead(a: OverheadArgs) -> Result<()> {
-    check_sizes(a.size, a.passes, a.sample_ms)?;
+    check_sizes(a.size, a.passes, a.sample_ms).map_err(crate::usage)?;
     let nodes = host_nodes(None)?;
     let tasks = a.tasks.unwrap_or(nodes.cpus().len() as u32).max(1);
     if a.runs == 0 {
-        bail!("--runs must be at least 1");
+        return Err(crate::usage(anyhow!("--runs must be at least 1")));
     }
     let cfg = RunConfig {
         worker: worker_command()?,

@@ -63,15 +63,17 @@ pub fn run(a: ExperimentsArgs) -> Result<()> {
 
 fn run_some(all: &[ExperimentSpec], r: RunArgs) -> Result<()> {
     let chosen: Vec<ExperimentSpec> = match (&r.name, r.all) {
-        (Some(n), false) => vec![experiments::find(all, n)?],
+        (Some(n), false) => vec![experiments::find(all, n).map_err(|e| crate::usage(e.into()))?],
         (None, true) => all.to_vec(),
-        _ => bail!("name an experiment or give --all (see `homenode experiments list`)"),
+        _ => bail!(crate::usage(anyhow::anyhow!(
+            "name an experiment or give --all (see `homenode experiments list`)"
+        ))),
     };
     if let Some(n) = r.reps {
         if n == 0 {
-            bail!("--reps must be at least 1");
+            bail!(crate::usage(anyhow::anyhow!("--reps must be at least 1")));
         }
-        sim::budget::reps("--reps", f64::from(n))?;
+        sim::budget::reps("--reps", f64::from(n)).map_err(|e| crate::usage(e.into()))?;
     }
     let start = Instant::now();
     let mut docs = Vec::new();

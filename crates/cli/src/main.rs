@@ -9,13 +9,14 @@ macro_rules! outln {
 }
 
 mod bench_cmd;
+mod docs_cmd;
 mod experiments_cmd;
 mod logging;
 mod run_cmd;
 mod sim_cmd;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -47,8 +48,16 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Ask the running daemon for its placement table.
     Status(run_cmd::StatusArgs),
+    /// Tell the running daemon to manage a process (when busy enough; no safety rule lifted).
+    Manage(run_cmd::ControlArgs),
+    /// Tell the running daemon to leave a process alone, restoring what it set on it.
+    Unmanage(run_cmd::ControlArgs),
     /// This host's NUMA topology as the daemon sees it.
     Topo(run_cmd::TopoArgs),
+    /// Write the man pages (homenode.1 and one per subcommand) into a directory.
+    Man(docs_cmd::ManArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(docs_cmd::CompletionsArgs),
 }
 
 /// Logs to stderr, one line per event (see [`logging`]).
@@ -75,6 +84,10 @@ fn main() {
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::Status(a) => run_cmd::status(a),
+        Cmd::Manage(a) => run_cmd::control(&a, "manage"),
+        Cmd::Unmanage(a) => run_cmd::control(&a, "unmanage"),
+        Cmd::Man(a) => docs_cmd::man(&a, Cli::command()),
+        Cmd::Completions(a) => docs_cmd::completions(&a, Cli::command()),
         Cmd::Topo(a) => run_cmd::topo(a),
         Cmd::Experiments(a) => experiments_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
@@ -87,7 +100,35 @@ fn main() {
     };
     if let Err(e) = r {
         eprintln!("homenode: {}", error_line(&e));
-        std::process::exit(2);
+        std::process::exit(exit_code(&e));
+    }
+}
+
+/// An error in how homenode was called (a value on the command line that names nothing or is
+/// out of range, a missing argument): exit code 2, as for the errors clap finds itself.
+#[derive(Debug)]
+pub(crate) struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Marks `e` as a usage error (its message on one line, as it would have been printed).
+pub(crate) fn usage(e: anyhow::Error) -> anyhow::Error {
+    anyhow::Error::new(Usage(error_line(&e)))
+}
+
+/// 2 for a usage error, 1 for any other (a file that does not parse, a daemon that is not
+/// running, a syscall that failed).
+fn exit_code(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|c| c.is::<Usage>()) {
+        2
+    } else {
+        1
     }
 }
 
@@ -112,6 +153,13 @@ fn error_line(e: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_usage_error_exits_2_even_under_context_and_others_1() {
+        let u = super::usage(anyhow::anyhow!("--set x: expected KEY=VALUE"));
+        assert_eq!(super::exit_code(&u.context("homenode run")), 2);
+        assert_eq!(super::exit_code(&anyhow::anyhow!("cannot connect")), 1);
+    }
+
     #[test]
     fn an_os_error_is_said_once() {
         let io = std::io::Error::from_raw_os_error(2);

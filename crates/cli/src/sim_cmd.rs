@@ -150,8 +150,19 @@ fn machine(arg: &str) -> Result<Arc<topo::Topology>> {
 
 /// The machine `arg` with each `--machine-set PARAM=VALUE` applied in order.
 fn machine_with_sets(arg: &str, sets: &[String]) -> Result<Arc<topo::Topology>> {
+    // A name that is no preset or synthetic spec is a usage error; a spec file that does not
+    // read or parse is not.
+    let is_file = arg.contains('/') || arg.ends_with(".toml");
+    let t = topo::resolve_machine(arg).map_err(|e| {
+        let e = anyhow!("{e}");
+        if is_file { e } else { crate::usage(e) }
+    })?;
+    Ok(Arc::new(machine_sets(t, sets).map_err(crate::usage)?))
+}
+
+/// Each `--machine-set PARAM=VALUE` applied in order to `t`.
+fn machine_sets(mut t: topo::Topology, sets: &[String]) -> Result<topo::Topology> {
     use sim::experiments::sweep::{MACHINE_PARAMS, MachineParamError, machine_value, machine_with};
-    let mut t = topo::resolve_machine(arg).map_err(|e| anyhow!("{e}"))?;
     for item in sets {
         let Some((k, v)) = item.split_once('=') else {
             let valid = MACHINE_PARAMS.join(", ");
@@ -167,7 +178,7 @@ fn machine_with_sets(arg: &str, sets: &[String]) -> Result<Arc<topo::Topology>> 
         t = machine_with(&t, k, v)
             .ok_or_else(|| anyhow!("--machine-set `{item}`: unknown PARAM `{k}`"))?;
     }
-    Ok(Arc::new(t))
+    Ok(t)
 }
 
 /// Help of a `--placement` option: `what`, the policies of the registry, an example.
@@ -181,13 +192,28 @@ fn placement_help(what: &str, example: &str) -> String {
 /// `--placement`: `None` for the policy that never acts, without options (the plain
 /// scheduler).
 fn placement(arg: &str) -> Result<Option<sim::PlacementSpec>> {
-    let p = sim::PlacementSpec::parse(arg).with_context(|| format!("--placement {arg}"))?;
+    let p = sim::PlacementSpec::parse(arg)
+        .with_context(|| format!("--placement {arg}"))
+        .map_err(crate::usage)?;
     Ok((p.policy != policy::NoPolicy.name()).then_some(p))
 }
 
 fn numa_test(a: NumaTestArgs) -> Result<()> {
     let topo = machine_with_sets(&a.machine, &a.machine_set)?;
+    let scheds = numa_test_args(&a, &topo).map_err(crate::usage)?;
+    if let Some(n) = a.threads {
+        set_threads(n).map_err(crate::usage)?;
+    }
+    numa_test_run(a, topo, scheds)
+}
+
+/// The checks of numa-test's arguments; the schedulers named.
+fn numa_test_args(a: &NumaTestArgs, topo: &topo::Topology) -> Result<Vec<SchedSpec>> {
     let scheds = SchedSpec::parse_list(&a.sched)?;
+    // Each name and its options, as the runs will build them.
+    for spec in &scheds {
+        sim::sched::build(spec, topo)?;
+    }
     if scheds.is_empty() {
         bail!("--sched names no scheduler");
     }
@@ -216,9 +242,11 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
             topo.total_mem_bytes() >> 20
         );
     }
-    if let Some(n) = a.threads {
-        set_threads(n)?;
-    }
+    placement(&a.placement)?;
+    Ok(scheds)
+}
+
+fn numa_test_run(a: NumaTestArgs, topo: Arc<topo::Topology>, scheds: Vec<SchedSpec>) -> Result<()> {
     let m = Matrix {
         scheds,
         tasks: a.tasks.clone(),
@@ -344,8 +372,8 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     let text = sim::budget::read_input(std::path::Path::new(&a.file))?;
     let w = sim::workload::parse_workload(&text, &a.file).map_err(|e| anyhow!("{e}"))?;
     w.check_machine(&topo).with_context(|| a.file.clone())?;
-    let spec = SchedSpec::parse(&a.sched)?;
-    let s = sim::sched::build(&spec, &topo)?;
+    let spec = SchedSpec::parse(&a.sched).map_err(|e| crate::usage(e.into()))?;
+    let s = sim::sched::build(&spec, &topo).map_err(|e| crate::usage(e.into()))?;
     let mut sim = sim::Sim::new(topo.clone(), Arc::new(w), s, a.seed)
         .with_contention_period(a.contention_period);
     if let Some(p) = placement(&a.placement)? {

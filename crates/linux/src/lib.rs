@@ -43,6 +43,7 @@
 //!   [`nodemap::CpuNodeMap::from_host`]).
 
 pub mod affinity;
+pub mod clock;
 pub mod daemon;
 pub mod error;
 pub mod exclude;

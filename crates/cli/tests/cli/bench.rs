@@ -159,7 +159,7 @@ fn a_killed_worker_fails_the_run_with_one_line_naming_it() {
         ],
         &SMALL,
     );
-    let (out, _) = fails(
+    let (out, _) = fails_at_runtime(
         &args,
         &[
             "numa-test N=2 rep 1: worker 2 (pid ",
@@ -326,12 +326,12 @@ fn compare_a_real_simulation_with_a_real_benchmark() {
 #[test]
 fn compare_bad_files_are_named() {
     let b = scratch("bench-ok.json", BENCH_JSON);
-    fails(
+    fails_at_runtime(
         &["bench", "compare", "/nonexistent/sim.json", &b],
         &["/nonexistent/sim.json"],
     );
     let bad = scratch("not-a-report.json", r#"{"machine": "x"}"#);
-    fails(
+    fails_at_runtime(
         &["bench", "compare", &bad, &b],
         &[
             "not-a-report.json",
@@ -340,7 +340,7 @@ fn compare_bad_files_are_named() {
         ],
     );
     let broken = scratch("broken.json", "{ not json");
-    fails(
+    fails_at_runtime(
         &["bench", "compare", &b, &broken],
         &["broken.json", "line 1"],
     );

@@ -2,7 +2,7 @@
 //! line naming the key (and file and line where there is one) and the limit, or stopped by
 //! the engine's own guards with one line naming the program.
 
-use crate::common::{fails_with, scratch_in};
+use crate::common::{fails_at_runtime, fails_with, scratch_in};
 
 const EXP: &str = r#"
 name = "NAME"
@@ -33,12 +33,12 @@ fn exp_dir(dir: &str, name: &str, tasks: &str, size: &str) -> String {
 #[test]
 fn experiment_files_over_budget() {
     let d = exp_dir("budget-tasks", "t", "1000000000", "1000");
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &d, "list"],
         &["e.toml:9:", "`tasks` = 1000000000", "limit of 65536 tasks"],
     );
     let d = exp_dir("budget-size", "t", "4", "1000000000000000");
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &d, "list"],
         &[
             "e.toml:10:",
@@ -47,12 +47,12 @@ fn experiment_files_over_budget() {
         ],
     );
     let d = exp_dir("budget-type", "t", "\"four\"", "1000");
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &d, "list"],
         &["e.toml:9:", "numa_test.tasks", "invalid type"],
     );
     let d = exp_dir("budget-name", "../../escaped", "4", "1000");
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &d, "list"],
         &["e.toml:2:", "`../../escaped`", "a-z, 0-9"],
     );
@@ -64,7 +64,7 @@ fn experiment_files_over_budget() {
             .replace("TASKS", "4")
             .replace("SIZE", "1000"),
     );
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &d, "list"],
         &["f.toml", "name `same` is already used by", "e.toml"],
     );
@@ -98,7 +98,7 @@ fn study_keys_over_budget() {
             .expect("dir")
             .to_string_lossy()
             .into_owned();
-        fails_with(
+        fails_at_runtime(
             &["experiments", "--dir", &d, "list"],
             &["s.toml:7:", key, want],
         );
@@ -116,7 +116,7 @@ fn study_keys_over_budget() {
             .expect("dir")
             .to_string_lossy()
             .into_owned();
-        fails_with(
+        fails_at_runtime(
             &["experiments", "--dir", &d, "list"],
             &["s.toml:7:", key, "100 x the reference size"],
         );
@@ -178,7 +178,7 @@ fn workload_files_over_budget_or_without_progress() {
         ),
     ] {
         let f = workload(dir, phases, count);
-        fails_with(&["sim", "workload", &f, "--sched", "o1"], want);
+        fails_at_runtime(&["sim", "workload", &f, "--sched", "o1"], want);
     }
     let big = WL
         .replace("PHASES", "{ touch = \"r\" }")
@@ -188,11 +188,11 @@ fn workload_files_over_budget_or_without_progress() {
             "job = true\nregion = [{ name = \"r\", mib = 1e9 }]",
         );
     let f = scratch_in("budget-wl-mem", "w.toml", &big);
-    fails_with(
+    fails_at_runtime(
         &["sim", "workload", &f, "--sched", "o1"],
         &["region `r`", "more than azusa16's 16384 MiB"],
     );
-    fails_with(
+    fails_at_runtime(
         &["sim", "workload", "/dev/zero", "--sched", "o1"],
         &["/dev/zero: not a regular file"],
     );

@@ -63,14 +63,25 @@ pub fn ok(args: &[&str]) -> String {
     stdout(&o)
 }
 
-/// Fails with exit code 2 and exactly one line on stderr starting `homenode: ` and containing
-/// every one of `want`, without a panic; returns (stdout, stderr).
+/// A usage error (a value on the command line that is wrong): fails with exit code 2 and
+/// exactly one line on stderr starting `homenode: ` and containing every one of `want`,
+/// without a panic; returns (stdout, stderr).
 pub fn fails_with(args: &[&str], want: &[&str]) -> (String, String) {
+    fails_with_code(2, args, want)
+}
+
+/// A runtime error (a file that does not read or parse, no daemon, a failed run): as
+/// [`fails_with`], with exit code 1.
+pub fn fails_at_runtime(args: &[&str], want: &[&str]) -> (String, String) {
+    fails_with_code(1, args, want)
+}
+
+fn fails_with_code(code: i32, args: &[&str], want: &[&str]) -> (String, String) {
     let o = homenode(args);
     let err = stderr(&o);
     assert_eq!(
         o.status.code(),
-        Some(2),
+        Some(code),
         "homenode {args:?}: exit {:?}, stderr: {err}",
         o.status.code()
     );

@@ -185,3 +185,54 @@ fn placement_parameters_are_documented_with_the_codes_defaults() {
         "docs/PLACEMENT.md parameter tables: {wrong:#?}"
     );
 }
+
+/// The subcommands `homenode --help` lists.
+fn subcommands() -> Vec<String> {
+    let help = crate::common::ok(&["--help"]);
+    let list = help.split("Commands:").nth(1).expect("a Commands: section");
+    let names: Vec<String> = list
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "help")
+        .map(String::from)
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    names
+}
+
+/// `homenode man --out DIR` writes homenode.1 naming every subcommand, and one page for each.
+#[test]
+fn man_pages_cover_every_subcommand() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("man-pages");
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::common::ok(&["man", "--out", &dir.to_string_lossy()]);
+    let top = std::fs::read_to_string(dir.join("homenode.1")).expect("homenode.1");
+    assert!(top.starts_with(".ie") || top.contains(".TH"), "{top}");
+    for name in subcommands() {
+        assert!(top.contains(&name), "homenode.1 lacks {name}");
+        assert!(
+            dir.join(format!("homenode-{name}.1")).exists(),
+            "no page for {name}"
+        );
+    }
+}
+
+/// `homenode completions SHELL` completes every subcommand.
+#[test]
+fn completions_name_every_subcommand() {
+    let names = subcommands();
+    for shell in ["bash", "zsh", "fish"] {
+        let script = crate::common::ok(&["completions", shell]);
+        for name in &names {
+            assert!(script.contains(name.as_str()), "{shell}: no {name}");
+        }
+    }
+    let o = crate::common::homenode(&["completions", "tcsh"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+}

@@ -81,7 +81,7 @@ fn bad_experiment_file_is_one_line() {
         .expect("dir")
         .to_string_lossy()
         .into_owned();
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &dir, "list"],
         &["bad.toml:6:", "repz"],
     );
@@ -133,7 +133,7 @@ fn runs_a_study_and_refuses_a_bad_study_key() {
         .expect("dir")
         .to_string_lossy()
         .into_owned();
-    fails_with(
+    fails_at_runtime(
         &["experiments", "--dir", &bd, "list"],
         &["bad.toml:10:", "watch"],
     );

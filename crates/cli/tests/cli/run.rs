@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{fails_with, ok, quiet};
+use crate::common::{fails_at_runtime, fails_with, ok, quiet};
 
 /// Kills the children on drop, whatever happens in the test.
 struct Procs(Vec<Child>);
@@ -223,7 +223,11 @@ fn busy_workers_get_disjoint_nodes_pinned_one_is_untouched_sigterm_restores() {
         .count();
     assert_eq!(homed, 2, "{json}");
     let table = ok(&["status", "--socket", &sock.to_string_lossy()]);
-    assert!(table.contains("memory % by node"), "{table}");
+    assert!(table.contains("MiB by node"), "{table}");
+    assert!(
+        table.lines().all(|l| l.chars().count() <= 100),
+        "wider than 100 columns: {table}"
+    );
     // SIGTERM: every changed mask goes back.
     let mut d = d;
     sigterm(&d.0[0]);
@@ -440,7 +444,7 @@ fn bad_configuration_is_one_line() {
     let dir = scratch("config");
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "interval_s = 2.0\n[scan]\nspeed = 3\n").expect("write");
-    fails_with(
+    fails_at_runtime(
         &["run", "--config", &cfg.to_string_lossy()],
         &["bad.toml:3:", "scan.speed"],
     );
@@ -464,7 +468,7 @@ fn bad_configuration_is_one_line() {
         ],
         &["policy", "homenode"],
     );
-    fails_with(
+    fails_at_runtime(
         &[
             "run",
             "--config",
@@ -472,7 +476,7 @@ fn bad_configuration_is_one_line() {
         ],
         &["missing.toml", "cannot read"],
     );
-    fails_with(
+    fails_at_runtime(
         &[
             "status",
             "--socket",
@@ -540,4 +544,40 @@ fn a_process_that_widens_its_own_mask_is_homed_again() {
         "{err}"
     );
     drop(procs);
+}
+
+/// Exit codes as clap's: 2 for a command line clap refuses and for a value it accepted that
+/// homenode refuses, 1 for an error at run time. (Every error exited 2.)
+#[test]
+fn exit_codes_tell_usage_from_runtime_errors() {
+    let o = crate::common::homenode(&["run", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2), "clap's own usage error");
+    fails_with(
+        &["run", "--set", "interval"],
+        &["--set interval", "KEY=VALUE"],
+    );
+    let empty = crate::common::scratch_in("exit-codes", "empty.toml", "");
+    fails_with(
+        &["run", "--config", &empty, "--interval", "0"],
+        &["--interval", "placement.interval_s"],
+    );
+    fails_at_runtime(
+        &["status", "--socket", "/nonexistent/homenode.sock"],
+        &["/nonexistent/homenode.sock"],
+    );
+}
+
+/// `manage`/`unmanage` and `status --watch` without a daemon are runtime errors; a watch
+/// period that is no positive number is a usage error.
+#[test]
+fn manage_and_watch_need_a_daemon() {
+    let none = "/nonexistent/homenode.sock";
+    for verb in ["manage", "unmanage"] {
+        fails_at_runtime(&[verb, "4242", "--socket", none], &[none, "cannot connect"]);
+    }
+    fails_at_runtime(&["status", "--watch", "--socket", none], &[none]);
+    fails_with(
+        &["status", "--watch", "0", "--socket", none],
+        &["--watch 0"],
+    );
 }

@@ -6,7 +6,14 @@ use std::process::{Command, Stdio};
 
 const SMALL: &str = "nodes=2,cpus-per-node=2";
 
-/// Fails with one clear line and prints nothing on stdout; returns stderr.
+/// A runtime error (a file that does not read or parse): exit 1, one line, nothing printed.
+fn fails_rt(args: &[&str], want: &[&str]) -> String {
+    let (out, err) = fails_at_runtime(args, want);
+    assert!(out.is_empty(), "homenode {args:?} printed: {out}");
+    err
+}
+
+/// A usage error: fails with one clear line and prints nothing on stdout; returns stderr.
 fn fails(args: &[&str], want: &[&str]) -> String {
     let (out, err) = fails_with(args, want);
     assert!(out.is_empty(), "homenode {args:?} printed: {out}");
@@ -213,12 +220,12 @@ fn unknown_scheduler_option_is_named_with_the_valid_ones() {
 #[test]
 fn malformed_machine_files_name_line_column_and_field() {
     let f = scratch("bad-type.toml", "name = \"x\"\nnodes = \"four\"\n");
-    fails(&["machines", &f], &[&format!("{f}:2:"), "nodes"]);
+    fails_rt(&["machines", &f], &[&format!("{f}:2:"), "nodes"]);
     let f = scratch(
         "bad-syntax.toml",
         "name = \"x\"\nnodes = 2\ncpus_per_node = [\n",
     );
-    fails(
+    fails_rt(
         &["sim", "numa-test", "--machine", &f, "--tasks", "2"],
         &[&format!("{f}:4:")],
     );
@@ -226,11 +233,11 @@ fn malformed_machine_files_name_line_column_and_field() {
         "bad-key.toml",
         "name = \"x\"\nnodes = 2\ncpus_per_nod = 2\n",
     );
-    fails(
+    fails_rt(
         &["sim", "numa-test", "--machine", &f],
         &[&format!("{f}:3:"), "cpus_per_nod", "cpus_per_node"],
     );
-    fails(
+    fails_rt(
         &["machines", "/nonexistent/machine.toml"],
         &["/nonexistent/machine.toml"],
     );
@@ -264,7 +271,7 @@ fn workload_file_errors_name_the_place() {
         let f = scratch(name, text);
         let mut w: Vec<&str> = want.to_vec();
         w.push(&f);
-        fails(&["sim", "workload", &f, "--machine", SMALL], &w);
+        fails_rt(&["sim", "workload", &f, "--machine", SMALL], &w);
     };
     // Unknown key: file, line and column, and the key.
     run(
@@ -310,7 +317,7 @@ fn workload_file_errors_name_the_place() {
         &TINY_WORKLOAD.replace("mib = 4 }", "mib = 4, policy = \"bind:5\" }"),
         &["node 5", "data"],
     );
-    fails(
+    fails_rt(
         &["sim", "workload", "/nonexistent/w.toml", "--machine", SMALL],
         &["/nonexistent/w.toml"],
     );
@@ -338,7 +345,7 @@ fn impossible_memory_requests_are_refused() {
         "huge-region.toml",
         &TINY_WORKLOAD.replace("mib = 4 }", "mib = 4096 }"),
     );
-    fails(&["sim", "workload", &f, "--machine", m], &["data", "MiB"]);
+    fails_rt(&["sim", "workload", &f, "--machine", m], &["data", "MiB"]);
     // One process whose regions together are larger than the machine (3 GiB on 2 GiB): no
     // run of it can be what the file asks for.
     let f = scratch(
@@ -348,7 +355,7 @@ fn impossible_memory_requests_are_refused() {
             "region = [{ name = \"data\", mib = 1536 }, { name = \"more\", mib = 1536 }]",
         ),
     );
-    fails(&["sim", "workload", &f, "--machine", m], &["worker"]);
+    fails_rt(&["sim", "workload", &f, "--machine", m], &["worker"]);
 }
 
 // ---- listings and workloads ---------------------------------------------------------------

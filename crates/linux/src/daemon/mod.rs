@@ -30,8 +30,10 @@
 
 pub mod apply;
 pub mod config;
+pub mod control;
 pub mod host;
 pub mod metrics;
+pub mod movelog;
 pub mod privileges;
 pub mod reload;
 pub mod sampler;
@@ -49,6 +51,7 @@ use std::time::{Duration, Instant};
 use policy::{Action, NodePolicy, Snapshot};
 use topo::{CpuSet, NodeId};
 
+use crate::clock::{Clock, RealClock};
 use crate::error::{JournalError, ProcError};
 use crate::exclude::Verdict;
 use crate::journal::{self, Journal, RestoreReport};
@@ -159,6 +162,12 @@ pub struct Daemon {
     /// The last interval's candidates, shown again to a first look beside the new ones.
     last_cands: Vec<snapshot::Candidate>,
     prev_vmstat: Option<crate::procfs::NumaCounters>,
+    /// The memory moves of the decision being applied, logged together at its end.
+    moves: movelog::MoveLog,
+    /// The operator's `manage`/`unmanage` requests, taken by the status socket.
+    control: Arc<control::Control>,
+    /// Where "now" comes from: intervals, rates and budgets are measured on it.
+    clock: Arc<dyn Clock>,
     started: Instant,
     intervals: u64,
     status: SharedStatus,
@@ -181,6 +190,15 @@ impl Daemon {
     /// Reads the host, takes the lock, recovers the journal a previous run left, builds the
     /// policy. Nothing is changed on the host except by journal recovery.
     pub fn start(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
+        Daemon::start_with_clock(cfg, Arc::new(RealClock))
+    }
+
+    /// [`Daemon::start`] with time read from `clock` (tests: a [`crate::clock::ManualClock`]
+    /// advanced by exact steps).
+    pub fn start_with_clock(
+        cfg: DaemonConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Daemon, DaemonError> {
         cfg.validate("configuration")?;
         let host = Arc::new(Host::read(&cfg.root, cfg.fake_numa)?);
         let policy = policy::build(&cfg.policy, &cfg.placement).map_err(DaemonError::Policy)?;
@@ -216,7 +234,10 @@ impl Daemon {
             look_cpustat: None,
             last_cands: Vec::new(),
             prev_vmstat: None,
-            started: Instant::now(),
+            moves: movelog::MoveLog::default(),
+            control: Arc::new(control::Control::new(&cfg.root)),
+            started: clock.now(),
+            clock,
             intervals: 0,
             status,
             _lock: lock,
@@ -236,6 +257,16 @@ impl Daemon {
 
     pub fn config(&self) -> &DaemonConfig {
         &self.cfg
+    }
+
+    /// Where the status socket hands the operator's `manage`/`unmanage` requests.
+    pub fn control(&self) -> Arc<control::Control> {
+        self.control.clone()
+    }
+
+    /// The configured exclusion rules with the operator's requests applied.
+    fn rules(&self) -> crate::exclude::Rules {
+        self.control.rules(&self.cfg.rules)
     }
 
     /// Processes managed now (in a dry run: would be), with their home nodes.
@@ -319,18 +350,20 @@ impl Daemon {
     /// One interval: sample, decide, apply, publish.
     pub fn interval(&mut self) -> Result<IntervalReport, DaemonError> {
         let cpu0 = thread_cpu_s();
-        let now = Instant::now();
+        let now = self.clock.now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
+        let rules = self.rules();
         let sample = self.sampler.sample(
             &self.cfg.root,
             &self.host,
             &self.cfg.scan,
             &managed,
-            &self.cfg.rules,
+            &rules,
+            now,
         )?;
         let sample_cpu_s = thread_cpu_s() - cpu0;
-        let sample_wall_s = now.elapsed().as_secs_f64();
+        let sample_wall_s = self.since(now);
         for e in &sample.full.errors {
             // Once per file: a process whose file cannot be read (EACCES on PID 1 in a
             // container, say) stays unreadable, and is dropped from every scan.
@@ -362,7 +395,7 @@ impl Daemon {
             .map(|p| vmstat.delta(p).values)
             .unwrap_or_default();
         self.prev_vmstat = Some(vmstat);
-        let cands = self.candidates(&sample, now, now_ns);
+        let cands = self.candidates(&sample, &rules, now, now_ns);
         let mut report = IntervalReport::sampled(&sample, cands.len(), sample_cpu_s, sample_wall_s);
         self.forget_exited(&sample);
         self.release_taken_over(&cands, &mut report);
@@ -386,7 +419,7 @@ impl Daemon {
         counters.scan_errors += sample.full.errors.len() as u64;
         self.intervals += 1;
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
-        report.wall_s = now.elapsed().as_secs_f64();
+        report.wall_s = self.since(now);
         self.publish(&snap, &cands, counters, &report, sample.light.len());
         if let Ok(mut s) = self.status.lock() {
             s.kernel_numa = kernel_numa;
@@ -418,6 +451,7 @@ impl Daemon {
     fn candidates(
         &self,
         sample: &sampler::Sample,
+        rules: &crate::exclude::Rules,
         now: Instant,
         now_ns: u64,
     ) -> Vec<snapshot::Candidate> {
@@ -427,7 +461,7 @@ impl Daemon {
             never: &self.never,
             applied_masks: !self.cfg.dry_run,
         };
-        snapshot::candidates(sample, &self.host, &self.cfg.rules, &known, now, now_ns)
+        snapshot::candidates(sample, &self.host, rules, &known, now, now_ns)
     }
 
     /// What the last decision or look held back, and why, each line after `label`: with the
@@ -458,12 +492,13 @@ impl Daemon {
     /// and the new processes' `stat` read.
     pub fn look(&mut self) -> Result<Option<IntervalReport>, DaemonError> {
         let cpu0 = thread_cpu_s();
-        let now = Instant::now();
+        let now = self.clock.now();
         let now_ns = now.saturating_duration_since(self.started).as_nanos() as u64;
         let managed: BTreeSet<ProcessKey> = self.homes.keys().copied().collect();
-        let sample =
-            self.sampler
-                .look(&self.cfg.root, &self.cfg.scan, &managed, &self.cfg.rules)?;
+        let rules = self.rules();
+        let sample = self
+            .sampler
+            .look(&self.cfg.root, &self.cfg.scan, &managed, &rules, now)?;
         if let Ok(mut s) = self.status.lock() {
             s.counters.first_looks += 1;
             s.counters.first_looks_found += u64::from(sample.is_some());
@@ -472,10 +507,10 @@ impl Daemon {
             return Ok(None);
         };
         let sample_cpu_s = thread_cpu_s() - cpu0;
-        let sample_wall_s = now.elapsed().as_secs_f64();
+        let sample_wall_s = self.since(now);
         let idle = self.read_idle(true)?;
         let free = self.host.free_bytes(&self.cfg.root)?;
-        let new = self.candidates(&sample, now, now_ns);
+        let new = self.candidates(&sample, &rules, now, now_ns);
         let mut report = IntervalReport::sampled(&sample, new.len(), sample_cpu_s, sample_wall_s);
         // The others as the last interval saw them, so that the homes given so far count
         // where they belong; those that exited since (their `/proc` directory is gone: one
@@ -511,8 +546,13 @@ impl Daemon {
             }
         }
         report.cpu_s = (thread_cpu_s() - cpu0).max(0.0);
-        report.wall_s = now.elapsed().as_secs_f64();
+        report.wall_s = self.since(now);
         Ok(Some(report))
+    }
+
+    /// Seconds on the daemon's clock since `t`.
+    fn since(&self, t: Instant) -> f64 {
+        self.clock.now().saturating_duration_since(t).as_secs_f64()
     }
 
     /// The published counters, to be added to and published again.
@@ -537,7 +577,7 @@ impl Daemon {
         let mut homed = homed.into_iter();
         let mut not_applied = Vec::new();
         for a in actions {
-            let t = Instant::now();
+            let t = self.clock.now();
             let done = match a {
                 Action::SetHome { .. } => Done::Home(homed.next()),
                 Action::SetSlice { .. } => Done::Slice(sliced.next()),
@@ -545,7 +585,7 @@ impl Daemon {
             };
             let outcome = self.apply(&a, done, counters);
             if matches!(a, Action::MoveMemory { .. }) {
-                report.move_wall_s += t.elapsed().as_secs_f64();
+                report.move_wall_s += self.since(t);
             }
             if outcome == Outcome::DryRun {
                 not_applied.push(a.clone());
@@ -557,6 +597,23 @@ impl Daemon {
         // that memory will not move, and the policy leaves it alone for a while.)
         if !not_applied.is_empty() {
             self.policy.not_applied(&not_applied);
+        }
+        self.log_moves();
+    }
+
+    /// One line per process for the decision's memory moves, however many batches.
+    fn log_moves(&mut self) {
+        let moves = std::mem::take(&mut self.moves);
+        for (key, action, outcome, failed) in moves.lines() {
+            if self.cfg.dry_run {
+                tracing::info!(target: "homenode::decision", "would {action}");
+            } else if failed {
+                tracing::warn!(target: "homenode::decision", "{action} -> {outcome}");
+            } else {
+                tracing::info!(target: "homenode::decision", "{action} -> {outcome}");
+            }
+            self.last
+                .insert(key, (action, outcome, journal::unix_now()));
         }
     }
 
@@ -694,7 +751,13 @@ impl Daemon {
                 counters.pages_moved += m.pages_moved;
                 counters.pages_failed += m.pages_failed;
                 counters.bytes_moved += m.bytes_moved;
-                o
+                self.moves.add(a, &o, &m);
+                *counters
+                    .actions
+                    .entry(format!("{}/{}", a.kind(), o.label()))
+                    .or_default() += 1;
+                // Logged with the decision's other batches of the process (`log_moves`).
+                return o;
             }
             Action::SetSlice { .. } => {
                 let sliced = match done {
@@ -897,6 +960,11 @@ impl Daemon {
                     } else {
                         Vec::new()
                     },
+                    memory_bytes: if rss > 0 {
+                        v.node_bytes.clone()
+                    } else {
+                        Vec::new()
+                    },
                     rss_bytes: rss,
                     left_alone: c
                         .verdict
@@ -913,7 +981,7 @@ impl Daemon {
             counters.skipped = s.counters.skipped.clone();
             s.counters = counters;
             s.intervals = self.intervals;
-            s.uptime_s = self.started.elapsed().as_secs_f64();
+            s.uptime_s = self.since(self.started);
             s.last_cpu_ms = report.cpu_s * 1000.0;
             s.last_wall_ms = report.wall_s * 1000.0;
             s.no_custom_slices = self.actuator.no_custom_slices();
@@ -1116,7 +1184,7 @@ pub fn run_reloading(
     reload: Option<Reload<'_>>,
 ) -> Result<RunSummary, DaemonError> {
     let mut d = Daemon::start(cfg)?;
-    let _status = status::StatusServer::start(&d.cfg.socket, d.status())?;
+    let _status = status::StatusServer::start_with(&d.cfg.socket, d.status(), Some(d.control()))?;
     let _metrics = match d.cfg.metrics {
         Some(addr) => Some(
             metrics::MetricsServer::start(addr, d.status())

@@ -137,7 +137,8 @@ impl Sampler {
         Sampler::default()
     }
 
-    /// One interval's sampling. `managed` are processes homenode manages (always candidates).
+    /// One interval's sampling at `now` (the daemon's clock: rates are over the time between
+    /// two samplings' `now`). `managed` are processes homenode manages (always candidates).
     pub fn sample(
         &mut self,
         root: &Path,
@@ -145,8 +146,8 @@ impl Sampler {
         cfg: &ScanConfig,
         managed: &BTreeSet<ProcessKey>,
         rules: &Rules,
+        now: Instant,
     ) -> Result<Sample, ProcError> {
-        let now = Instant::now();
         let elapsed_s = self
             .prev_light_at
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
@@ -210,11 +211,11 @@ impl Sampler {
         cfg: &ScanConfig,
         managed: &BTreeSet<ProcessKey>,
         rules: &Rules,
+        now: Instant,
     ) -> Result<Option<Sample>, ProcError> {
         if self.prev_light_at.is_none() {
             return Ok(None);
         }
-        let now = Instant::now();
         let elapsed_s = self
             .last_read_at
             .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
@@ -441,6 +442,8 @@ impl Sampler {
             only: Some(candidates),
         };
         let mut full = self.scanner.scan(root, &opts)?;
+        // The daemon's clock, not the scanner's: rates are over the daemon's intervals.
+        full.taken_at = now;
         for p in &mut full.processes {
             match p.numa.take() {
                 Some(m) => {

@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::control::{Control, Request};
+
 /// One node in the report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeStatus {
@@ -49,6 +51,9 @@ pub struct ProcessStatus {
     pub time_pct: Vec<f64>,
     /// Percent of its own memory per node (empty when not read).
     pub memory_pct: Vec<f64>,
+    /// Its own memory per node, bytes (empty when not read), as `numastat -p` shows it.
+    #[serde(default)]
+    pub memory_bytes: Vec<u64>,
     pub rss_bytes: u64,
     /// Why it is left alone, if it is.
     pub left_alone: Option<String>,
@@ -151,8 +156,18 @@ pub struct StatusServer {
 }
 
 impl StatusServer {
-    /// Binds `path` (creating its directory with mode 0700 if needed) and serves `status`.
+    /// Binds `path` (creating its directory with mode 0700 if needed) and serves `status`;
+    /// `manage`/`unmanage` requests are refused.
     pub fn start(path: &Path, status: SharedStatus) -> Result<StatusServer, StatusError> {
+        StatusServer::start_with(path, status, None)
+    }
+
+    /// [`StatusServer::start`], handing `manage PID`/`unmanage PID` requests to `control`.
+    pub fn start_with(
+        path: &Path,
+        status: SharedStatus,
+        control: Option<Arc<Control>>,
+    ) -> Result<StatusServer, StatusError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
                 std::fs::DirBuilder::new()
@@ -176,7 +191,7 @@ impl StatusServer {
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("homenode-status".into())
-            .spawn(move || serve(&listener, &status, &stop2))
+            .spawn(move || serve(&listener, &status, control.as_deref(), &stop2))
             .map_err(io(path, "cannot start the server thread"))?;
         Ok(StatusServer {
             path: path.to_path_buf(),
@@ -249,11 +264,16 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-fn serve(listener: &UnixListener, status: &SharedStatus, stop: &AtomicBool) {
+fn serve(
+    listener: &UnixListener,
+    status: &SharedStatus,
+    control: Option<&Control>,
+    stop: &AtomicBool,
+) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, _)) => {
-                if let Err(e) = answer(stream, status) {
+                if let Err(e) = answer(stream, status, control) {
                     tracing::debug!("status request: {e}");
                 }
             }
@@ -277,7 +297,11 @@ fn peer_allowed(stream: &UnixStream) -> bool {
     }
 }
 
-fn answer(stream: UnixStream, status: &SharedStatus) -> std::io::Result<()> {
+fn answer(
+    stream: UnixStream,
+    status: &SharedStatus,
+    control: Option<&Control>,
+) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
@@ -287,8 +311,21 @@ fn answer(stream: UnixStream, status: &SharedStatus) -> std::io::Result<()> {
     }
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;
+    if let Some(req) = Request::parse(&line) {
+        let answer = match (req, control) {
+            (Err(e), _) => serde_json::json!({ "error": e }),
+            (Ok(_), None) => serde_json::json!({ "error": "this server takes no requests" }),
+            (Ok(r), Some(c)) => match c.take(r) {
+                Ok(ok) => serde_json::json!({ "ok": ok }),
+                Err(e) => serde_json::json!({ "error": e }),
+            },
+        };
+        return writeln!(w, "{answer}");
+    }
     if line.trim() != "status" {
-        return w.write_all(b"{\"error\":\"unknown request (known: status)\"}\n");
+        return w.write_all(
+            b"{\"error\":\"unknown request (known: status, manage PID, unmanage PID)\"}\n",
+        );
     }
     let json = {
         let s = status.lock().unwrap_or_else(|p| p.into_inner());
@@ -298,8 +335,29 @@ fn answer(stream: UnixStream, status: &SharedStatus) -> std::io::Result<()> {
     w.write_all(b"\n")
 }
 
-/// Asks the daemon at `path` for its status.
-pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
+/// Sends the daemon at `path` a request line (`manage 4242`); its answer, or the error it
+/// gave.
+pub fn request(path: &Path, line: &str) -> Result<String, StatusError> {
+    let text = ask(path, line)?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| StatusError::BadAnswer {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    match (v.get("ok"), v.get("error")) {
+        (Some(ok), _) => Ok(ok.as_str().unwrap_or_default().to_string()),
+        (None, Some(e)) => Err(StatusError::BadAnswer {
+            path: path.to_path_buf(),
+            reason: e.as_str().unwrap_or_default().to_string(),
+        }),
+        _ => Err(StatusError::BadAnswer {
+            path: path.to_path_buf(),
+            reason: "neither ok nor error".into(),
+        }),
+    }
+}
+
+/// One request line sent, one answer line read.
+fn ask(path: &Path, line: &str) -> Result<String, StatusError> {
     let stream = UnixStream::connect(path).map_err(io(
         path,
         "cannot connect (is the daemon running, and are you root?)",
@@ -308,12 +366,18 @@ pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .map_err(io(path, "cannot set a timeout"))?;
     (&stream)
-        .write_all(b"status\n")
+        .write_all(format!("{line}\n").as_bytes())
         .map_err(io(path, "cannot send the request"))?;
     let mut text = String::new();
     BufReader::new(&stream)
         .read_line(&mut text)
         .map_err(io(path, "cannot read the answer"))?;
+    Ok(text)
+}
+
+/// Asks the daemon at `path` for its status.
+pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
+    let text = ask(path, "status")?;
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
         if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
             return Err(StatusError::BadAnswer {
@@ -331,6 +395,36 @@ pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `manage PID`/`unmanage PID` reach the daemon's control (a server without one refuses
+    /// them), and a bad request is one error line.
+    #[test]
+    fn requests_over_the_socket() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join("proc/42")).expect("proc");
+        let control = Arc::new(Control::new(dir.path()));
+        let path = dir.path().join("c.sock");
+        let shared: SharedStatus = Arc::new(Mutex::new(StatusReport::default()));
+        let server =
+            StatusServer::start_with(&path, shared.clone(), Some(control.clone())).expect("start");
+        let ok = request(&path, "unmanage 42").expect("taken");
+        assert!(ok.starts_with("pid 42: left alone"), "{ok}");
+        assert!(
+            control
+                .rules(&crate::exclude::Rules::default())
+                .exclude
+                .pids
+                .contains(&42)
+        );
+        let e = request(&path, "manage 43").expect_err("no such process");
+        assert!(e.to_string().contains("pid 43: no such process"), "{e}");
+        let e = request(&path, "manage me").expect_err("not a PID");
+        assert!(e.to_string().contains("expected `manage PID`"), "{e}");
+        drop(server);
+        let _plain = StatusServer::start(&path, shared).expect("start");
+        let e = request(&path, "manage 42").expect_err("no control");
+        assert!(e.to_string().contains("takes no requests"), "{e}");
+    }
 
     #[test]
     fn serve_and_query() {

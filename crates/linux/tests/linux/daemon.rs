@@ -1,10 +1,16 @@
 //! The daemon loop on fixture trees (dry run: nothing is called on the live host): what it
 //! reads, which candidates it leaves alone and why, the placement table, and one-line errors
-//! for damaged trees.
+//! for damaged trees. Time is a manual clock advanced by exact steps (one interval before each
+//! interval, one first-look period before each look), so rates and budgets do not depend on
+//! how long a step took on the test host.
 
+use std::ops::{Deref, DerefMut};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
-use linux::daemon::{Daemon, DaemonConfig, IntervalReport};
+use linux::clock::ManualClock;
+use linux::daemon::{Daemon, DaemonConfig, DaemonError, IntervalReport};
 
 use crate::common::{copy_fixture, fixture};
 
@@ -20,10 +26,54 @@ fn config(root: &Path) -> DaemonConfig {
     c
 }
 
+/// A daemon on a manual clock.
+struct Clocked {
+    d: Daemon,
+    clock: Arc<ManualClock>,
+}
+
+impl Clocked {
+    /// One interval, `placement.interval_s` after the last one.
+    fn interval(&mut self) -> Result<IntervalReport, DaemonError> {
+        let period = Duration::from_secs_f64(self.d.config().placement.interval_s);
+        self.clock.advance(period);
+        self.d.interval()
+    }
+
+    /// A first look, one first-look period after the last step.
+    fn look(&mut self) -> Result<Option<IntervalReport>, DaemonError> {
+        let every = self
+            .d
+            .first_look_every()
+            .expect("the policy takes first looks");
+        self.clock.advance(every);
+        self.d.look()
+    }
+}
+
+impl Deref for Clocked {
+    type Target = Daemon;
+    fn deref(&self) -> &Daemon {
+        &self.d
+    }
+}
+
+impl DerefMut for Clocked {
+    fn deref_mut(&mut self) -> &mut Daemon {
+        &mut self.d
+    }
+}
+
+fn start(c: DaemonConfig) -> Result<Clocked, DaemonError> {
+    let clock = Arc::new(ManualClock::new());
+    let d = Daemon::start_with_clock(c, clock.clone())?;
+    Ok(Clocked { d, clock })
+}
+
 #[test]
 fn multinode_tree_every_rule_and_the_table() {
     let root = fixture("multinode-4n");
-    let mut d = Daemon::start(config(&root)).expect("start");
+    let mut d = start(config(&root)).expect("start");
     assert_eq!(d.host().nr_nodes(), 4);
     let first = d.interval().expect("interval 1");
     // The first light pass has no rates yet: no candidates.
@@ -95,7 +145,7 @@ fn multinode_tree_every_rule_and_the_table() {
 fn damaged_trees_give_one_line_errors() {
     let tmp = copy_fixture("multinode-4n");
     std::fs::write(tmp.path().join("proc/stat"), "cpu0 1 2\n").expect("damage");
-    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    let mut d = start(config(tmp.path())).expect("start");
     let e = d.interval().expect_err("bad /proc/stat").to_string();
     assert!(e.contains("proc/stat") && e.contains("at least 4"), "{e}");
     assert!(!e.contains('\n'));
@@ -107,7 +157,7 @@ fn damaged_trees_give_one_line_errors() {
     )
     .expect("damage");
     // The topology is read at start, so the daemon does not start.
-    let e = Daemon::start(config(tmp.path()))
+    let e = start(config(tmp.path()))
         .err()
         .expect("bad meminfo")
         .to_string();
@@ -117,7 +167,7 @@ fn damaged_trees_give_one_line_errors() {
     // A malformed process file drops that process only.
     let tmp = copy_fixture("multinode-4n");
     std::fs::write(tmp.path().join("proc/1000/status"), "Name:\tdb\nTgid: x\n").expect("damage");
-    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    let mut d = start(config(tmp.path())).expect("start");
     d.interval().expect("interval 1");
     d.interval().expect("interval 2 goes on");
     let s = d.status().lock().expect("status").clone();
@@ -139,7 +189,7 @@ fn bad_lines_in_stat_and_vmstat_do_not_fail_the_interval() {
     let mut v = std::fs::read_to_string(&vmstat).expect("vmstat");
     v.push_str("numa_hit\nnuma_bogus lots\n");
     std::fs::write(&vmstat, v).expect("damage");
-    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    let mut d = start(config(tmp.path())).expect("start");
     d.interval().expect("interval 1 goes on");
     d.interval().expect("interval 2 goes on");
     // Without /proc/vmstat at all the counters are left out, and the interval still runs.
@@ -169,7 +219,7 @@ fn one_node_host_under_fake_numa() {
     let root = fixture("host-1node");
     let mut c = config(&root);
     c.fake_numa = Some(2);
-    let mut d = Daemon::start(c).expect("start");
+    let mut d = start(c).expect("start");
     assert_eq!(d.host().nr_nodes(), 2);
     assert!(d.host().fake);
     d.interval().expect("1");
@@ -193,7 +243,7 @@ fn one_node_host_under_fake_numa() {
 #[test]
 fn reload_takes_what_it_can_and_refuses_a_bad_configuration_whole() {
     let root = fixture("multinode-4n");
-    let mut d = Daemon::start(config(&root)).expect("start");
+    let mut d = start(config(&root)).expect("start");
     d.interval().expect("interval 1");
     d.interval().expect("interval 2");
     let socket = d.config().socket.clone();
@@ -260,7 +310,7 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
     let loadavg = |last: u32| set_last_pid(&proc_dir, last);
     let mut c = config(tmp.path());
     c.scan.candidate_min_cpu = 0.5;
-    let mut d = Daemon::start(c).expect("start");
+    let mut d = start(c).expect("start");
     assert!(d.first_look_every().is_some());
     d.interval().expect("interval 1");
     d.interval().expect("interval 2");
@@ -292,13 +342,13 @@ fn a_process_new_since_the_interval_is_homed_at_a_first_look() {
 fn a_first_look_does_not_count_a_process_that_exited_since_the_interval() {
     let (tmp, proc_dir) = look_fixture();
     let loadavg = |last: u32| set_last_pid(&proc_dir, last);
-    let mut d = Daemon::start(config(tmp.path())).expect("start");
+    let mut d = start(config(tmp.path())).expect("start");
     d.interval().expect("interval 1");
     // The server busy: 10 CPU seconds more, a rate that fills its 4 threads however long
     // the interval took.
     add_user_ticks(&proc_dir, 1000, 1000);
     d.interval().expect("interval 2");
-    let home_of = |d: &Daemon, pid: u32| {
+    let home_of = |d: &Clocked, pid: u32| {
         let s = d.status().lock().expect("status").clone();
         let p = s.processes.iter().find(|p| p.pid == pid)?;
         (!p.home.is_empty()).then(|| p.home.clone())
@@ -362,12 +412,12 @@ fn a_reused_pid_of_an_idle_process_is_read_at_the_next_interval() {
 /// 1600 to 1105.
 fn reused_pid(
     set: impl FnOnce(&mut DaemonConfig),
-) -> (tempfile::TempDir, std::path::PathBuf, Daemon) {
+) -> (tempfile::TempDir, std::path::PathBuf, Clocked) {
     let (tmp, proc_dir) = look_fixture();
     let mut c = config(tmp.path());
     c.scan.candidate_min_cpu = 0.5;
     set(&mut c);
-    let mut d = Daemon::start(c).expect("start");
+    let mut d = start(c).expect("start");
     d.interval().expect("interval 1");
     d.interval().expect("interval 2");
     copy_process(&proc_dir, 1000, 1100, 9000, 0);
@@ -438,37 +488,45 @@ fn rewrite_stat(dir: &Path, edit: impl FnOnce(&mut String, &mut Vec<String>)) {
 /// took that for moves that "did not take" and, from the third interval with a home, asked for
 /// none for `move_retry_s`: the dry run showed a daemon that gives up on memory that the real
 /// one would have moved. The moves not made are reported back to the policy, and the dry run
-/// asks for them at every interval.
+/// asks for them at every interval. The budget is `move_rate_mib_s` times the interval on the
+/// daemon's clock: 6 MiB/s over 2 s is exactly the 12 MiB on node 3, the largest remote part,
+/// at every interval (with the wall clock it was whatever the test host's speed allowed).
 #[test]
 fn a_dry_run_asks_for_the_same_memory_moves_at_every_interval() {
     let (tmp, proc_dir) = look_fixture();
-    let mut d = Daemon::start(config(tmp.path())).expect("start");
-    // Per interval, the nodes its memory moves would come from.
-    let mut froms: Vec<Vec<usize>> = Vec::new();
+    let mut c = config(tmp.path());
+    c.placement.homenode.move_rate_mib_s = 6;
+    let mut d = start(c).expect("start");
+    // Per interval, the nodes its memory moves would come from and the bytes asked.
+    let mut moves: Vec<Vec<(usize, u64)>> = Vec::new();
     for i in 0..7 {
         // The database server busy at every interval (its threads full).
         add_user_ticks(&proc_dir, 1000, 1000);
         let r = d.interval().unwrap_or_else(|e| panic!("interval {i}: {e}"));
-        froms.push(
+        moves.push(
             r.actions
                 .iter()
                 .filter_map(|(a, _)| match a {
-                    policy::Action::MoveMemory { from, .. } => Some(*from),
+                    policy::Action::MoveMemory { from, bytes, .. } => Some((*from, *bytes)),
                     _ => None,
                 })
                 .collect(),
         );
     }
-    let first = froms
+    let first = moves
         .iter()
         .position(|f| !f.is_empty())
         .expect("a move is asked");
-    assert!(first + 3 < froms.len(), "{froms:?}");
-    // Its largest remote part (12 MiB on node 3) first, at every interval: not given up on
-    // after two, for the smaller parts on nodes 0 and 1.
+    assert!(first + 3 < moves.len(), "{moves:?}");
+    let per_interval: u64 = moves[first].iter().map(|m| m.1).sum();
+    assert_eq!(per_interval, 12 << 20, "{moves:?}");
     assert!(
-        froms[first..].iter().all(|f| *f == [3]),
-        "the same moves at every interval once homed: {froms:?}"
+        moves[first..].iter().all(|f| f.iter().all(|m| m.0 == 3)),
+        "the largest remote part first: {moves:?}"
+    );
+    assert!(
+        moves[first..].iter().all(|f| *f == moves[first]),
+        "the same moves at every interval once homed: {moves:?}"
     );
 }
 
@@ -509,4 +567,42 @@ fn a_dry_run_under_fake_numa_skips_the_moves_as_the_daemon_would() {
         Default::default(),
     );
     assert_eq!(a.move_memory(&host, key, 1, 0, 1 << 20).0, Outcome::DryRun);
+}
+
+/// `homenode unmanage PID` over the status socket releases a homed process at the next
+/// interval (its masks and slices restored, as for a process the configuration excludes) and
+/// keeps it alone; `homenode manage PID` lets the policy home it again.
+#[test]
+fn an_unmanaged_pid_is_released_and_a_managed_one_homed_again() {
+    use linux::daemon::control::Request;
+    let (tmp, proc_dir) = look_fixture();
+    let mut d = start(config(tmp.path())).expect("start");
+    let busy = |d: &mut Clocked| {
+        add_user_ticks(&proc_dir, 1000, 1000);
+        d.interval().expect("interval")
+    };
+    busy(&mut d);
+    assert_eq!(set_homes(&busy(&mut d), 1000), 1, "the database is homed");
+    let control = d.control();
+    control
+        .take(Request::Unmanage(1000))
+        .expect("a live PID is taken");
+    assert!(
+        control.take(Request::Unmanage(4321)).is_err(),
+        "no such PID"
+    );
+    let r = busy(&mut d);
+    assert!(
+        r.released
+            .iter()
+            .any(|(k, why)| k.pid == 1000 && why.contains("excluded")),
+        "{:?}",
+        r.released
+    );
+    assert!(d.homes().all(|(k, _)| k.pid != 1000));
+    let r = busy(&mut d);
+    assert_eq!(set_homes(&r, 1000), 0, "left alone while unmanaged");
+    control.take(Request::Manage(1000)).expect("manage");
+    let r = busy(&mut d);
+    assert_eq!(set_homes(&r, 1000), 1, "{r:?}");
 }

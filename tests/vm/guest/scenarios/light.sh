@@ -31,7 +31,7 @@ check light-stays "lightjob still on node $home 5 s later" -- [ "$(home_of "$LIG
 check pinned-mask "pinhog mask still '$pin_mask': $(thread_masks "$PIN")" -- [ "$(thread_masks "$PIN")" = "$pin_mask" ]
 check pinned-pages "pinhog pages per node unchanged: before $pin_pages, now $(own_pages "$PIN")" -- \
     [ "$(own_pages "$PIN")" = "$pin_pages" ]
-status=$(homenode status --socket /run/hn/hn.sock 2>&1)
+status=$(homenode status --wide --socket /run/hn/hn.sock 2>&1)
 echo "$status"
 if echo "$status" | grep -E "^ *$PIN +pinhog " | grep -q "pinned by someone else"; then
     ok pinned-status "homenode status shows pinhog left alone: pinned by someone else"

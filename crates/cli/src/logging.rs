@@ -14,11 +14,13 @@ use tracing_subscriber::fmt::{FormatFields, MakeWriter};
 pub fn escaping_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static {
     tracing_subscriber::fmt::format::debug_fn(
         |w: &mut Writer<'_>, field: &Field, value: &dyn fmt::Debug| {
+            // A message is text as written; any other value is in its Debug form, which has
+            // escaped its own backslashes and quotes already.
             let text = format!("{value:?}");
-            let clean = linux::text::escape_control(&text);
             if field.name() == "message" {
-                write!(w, "{clean}")
+                write!(w, "{}", linux::text::escape_control(&text))
             } else {
+                let clean = linux::text::escape_control_in_debug(&text);
                 write!(w, "{}={clean}", field.name())
             }
         },
@@ -81,15 +83,23 @@ mod tests {
             let comm = "x\nERROR forged";
             tracing::warn!("pid 42 ({comm}): left alone");
             tracing::info!(path = "/etc/a\r\nb", "read");
+            tracing::info!(comm = "cat\u{202e}gpj.exe", "a\\nb");
         });
         let text = String::from_utf8(cap.0.lock().expect("lock").clone()).expect("utf8");
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines.len(), 3, "{text}");
         assert!(
             lines[0].contains("pid 42 (x\\nERROR forged): left alone"),
             "{text}"
         );
         assert!(lines[1].contains(r#"read path="/etc/a\r\nb""#), "{text}");
         assert!(!text.lines().any(|l| l.starts_with("ERROR")), "{text}");
+        // A literal backslash-n in a message is told from a line feed, and a bidi override
+        // in a value is shown, not obeyed.
+        assert!(
+            lines[2].contains(r#"a\\nb comm="cat\u{202e}gpj.exe""#),
+            "{text}"
+        );
+        assert!(!text.contains('\u{202e}'), "{text}");
     }
 }

@@ -19,15 +19,22 @@ fn invisible_layout(c: char) -> bool {
     )
 }
 
-fn needs_escape(c: char) -> bool {
-    c.is_control() || c == '\\' || invisible_layout(c)
-}
-
 /// `s` with every control character escaped (`\n`, `\r`, `\t` by name, the others as
 /// `\u{..}`), the layout characters of the module doc as `\u{..}` and a backslash as `\\`;
 /// everything else is kept. Borrowed when there is nothing to escape.
 pub fn escape_control(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(needs_escape) {
+    escape(s, true)
+}
+
+/// As [`escape_control`], for text that is already in Rust's `Debug` form (a quoted string,
+/// whose backslashes already stand for escapes): the backslash is kept as it is.
+pub fn escape_control_in_debug(s: &str) -> Cow<'_, str> {
+    escape(s, false)
+}
+
+fn escape(s: &str, backslash: bool) -> Cow<'_, str> {
+    let needs = |c: char| c.is_control() || (backslash && c == '\\') || invisible_layout(c);
+    if !s.chars().any(needs) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -36,7 +43,7 @@ pub fn escape_control(s: &str) -> Cow<'_, str> {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '\\' => out.push_str("\\\\"),
+            '\\' if backslash => out.push_str("\\\\"),
             c if c.is_control() || invisible_layout(c) => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }

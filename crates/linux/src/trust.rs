@@ -87,14 +87,59 @@ fn check_owner_and_mode(
     Ok(())
 }
 
-/// Checks that `dir` may hold the daemon's state: an existing directory (a link to one is
-/// followed), owned by root or the daemon's user, not writable by group or others.
+/// Checks that `dir` may hold the daemon's state (the journal, the status socket): an existing
+/// directory (a link to one is followed), owned by root or the daemon's user, not writable by
+/// group or others; and so is every directory above it, both on the path as given and on the
+/// path the links lead to, or whoever owns a parent could swap the directory for a link to
+/// another one between two starts. A parent writable by others is accepted only with the
+/// sticky bit (as `/tmp`): there nobody can rename or remove an entry they do not own.
 pub fn check_private_dir(dir: &Path) -> Result<(), TrustError> {
     let meta = std::fs::metadata(dir).map_err(io_err(dir, "cannot stat the directory"))?;
     if !meta.is_dir() {
         return Err(refused(dir, "not a directory".into()));
     }
-    check_owner_and_mode(dir, &meta, effective_uid(), "directory")
+    let euid = effective_uid();
+    check_owner_and_mode(dir, &meta, euid, "directory")?;
+    let absolute = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(io_err(dir, "cannot find the current directory"))?
+            .join(dir)
+    };
+    let real = std::fs::canonicalize(dir).map_err(io_err(dir, "cannot resolve the directory"))?;
+    for path in [&absolute, &real] {
+        for parent in path.ancestors().skip(1) {
+            check_parent(parent, euid)?;
+        }
+    }
+    Ok(())
+}
+
+/// A directory above the daemon's own: as [`check_owner_and_mode`], except that a sticky
+/// directory may be writable by others. The link itself is judged (`lstat`): its target is
+/// judged on the resolved path.
+fn check_parent(parent: &Path, euid: u32) -> Result<(), TrustError> {
+    let meta = std::fs::symlink_metadata(parent)
+        .map_err(io_err(parent, "cannot stat a parent directory"))?;
+    if meta.file_type().is_symlink() {
+        // Only root or the daemon's user may have made the link (links have mode 0777).
+        if meta.uid() != 0 && meta.uid() != euid {
+            return Err(refused(
+                parent,
+                format!(
+                    "a link above the daemon's directory belongs to uid {}",
+                    meta.uid()
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    let sticky = meta.mode() & 0o1000 != 0;
+    if sticky && (meta.uid() == 0 || meta.uid() == euid) {
+        return Ok(());
+    }
+    check_owner_and_mode(parent, &meta, euid, "parent directory")
 }
 
 /// Reads a configuration file the daemon will act on. A link is followed (configuration
@@ -294,6 +339,51 @@ mod tests {
                 .to_string()
                 .contains("not a directory")
         );
+    }
+
+    /// Whoever can write a directory above the journal's could swap the journal's directory
+    /// for a link to another one: such a parent is refused (a sticky one such as `/tmp` is
+    /// not), on the path as given and on the path its links lead to.
+    #[test]
+    fn every_parent_of_the_state_directory_is_checked() {
+        let d = tempfile::tempdir().expect("tmp");
+        let parent = d.path().join("parent");
+        let state = parent.join("state");
+        std::fs::create_dir_all(&state).expect("dirs");
+        chmod(d.path(), 0o700);
+        chmod(&parent, 0o755);
+        chmod(&state, 0o700);
+        check_private_dir(&state).expect("trusted parents");
+        chmod(&parent, 0o777);
+        let e = check_private_dir(&state).expect_err("a parent others can write");
+        assert!(
+            e.to_string().contains("parent directory is writable"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("parent: refused"), "{e}");
+        chmod(&parent, 0o1777);
+        check_private_dir(&state).expect("a sticky parent");
+        // A link from a trusted place into an untrusted one: the target's parents count.
+        chmod(&parent, 0o777);
+        let elsewhere = d.path().join("trusted");
+        std::fs::create_dir(&elsewhere).expect("dir");
+        chmod(&elsewhere, 0o755);
+        let link = elsewhere.join("state");
+        std::os::unix::fs::symlink(&state, &link).expect("link");
+        let e = check_private_dir(&link).expect_err("a link into an untrusted parent");
+        assert!(
+            e.to_string().contains("parent directory is writable"),
+            "{e}"
+        );
+        chmod(&parent, 0o755);
+        check_private_dir(&link).expect("a link between trusted places");
+        if effective_uid() == 0 {
+            // A parent another user owns (they could rename the state directory away).
+            nix::unistd::chown(&parent, Some(nix::unistd::Uid::from_raw(65534)), None)
+                .expect("chown");
+            let e = check_private_dir(&state).expect_err("another user's parent");
+            assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! JSON answer, after which the daemon closes the connection.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader, ErrorKind, Read as _, Write as _};
 use std::os::unix::fs::{
     DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, PermissionsExt as _,
 };
@@ -136,6 +136,8 @@ pub enum StatusError {
     NotOurSocket { path: PathBuf, why: String },
     #[error("{path}: the answer is not a status report: {reason}")]
     BadAnswer { path: PathBuf, reason: String },
+    #[error("{path}: refusing the socket: {why}")]
+    Untrusted { path: PathBuf, why: String },
 }
 
 fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(std::io::Error) -> StatusError + 'a {
@@ -177,10 +179,18 @@ impl StatusServer {
                     .map_err(io(dir, "cannot create the socket directory"))?;
             }
         }
+        // Nobody else may write the directory, or they could replace the socket with their
+        // own server, or a link, between the bind and the chmod or at any time after.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        crate::trust::check_private_dir(dir.unwrap_or(Path::new("."))).map_err(|e| {
+            StatusError::Untrusted {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            }
+        })?;
         remove_stale_socket(path)?;
         let listener = UnixListener::bind(path).map_err(io(path, "cannot bind"))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(io(path, "cannot set mode 0600"))?;
+        chmod_socket_no_follow(path, 0o600)?;
         let identity = std::fs::symlink_metadata(path)
             .map(|m| (m.dev(), m.ino()))
             .map_err(io(path, "cannot stat the new socket"))?;
@@ -214,6 +224,31 @@ impl Drop for StatusServer {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Sets the mode of the socket file at `path` without following a link: the file is opened
+/// with `O_PATH | O_NOFOLLOW` (a link is opened as itself), checked to be a socket, and
+/// changed through `/proc/self/fd`, which reaches that very file whatever is at `path` by then.
+fn chmod_socket_no_follow(path: &Path, mode: u32) -> Result<(), StatusError> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io(path, "cannot open the new socket"))?;
+    let meta = f
+        .metadata()
+        .map_err(io(path, "cannot stat the new socket"))?;
+    if !meta.file_type().is_socket() {
+        return Err(StatusError::Untrusted {
+            path: path.to_path_buf(),
+            why: format!("the bound socket was replaced by a {}", kind_of(&meta)),
+        });
+    }
+    let by_fd = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+    std::fs::set_permissions(&by_fd, std::fs::Permissions::from_mode(mode))
+        .map_err(io(path, "cannot set mode 0600"))
 }
 
 /// Clears the way for binding `path`. Only a socket that nobody answers on and that the
@@ -356,23 +391,72 @@ pub fn request(path: &Path, line: &str) -> Result<String, StatusError> {
     }
 }
 
-/// One request line sent, one answer line read.
+/// The largest answer read from the socket (a status of 10,000 processes is a few MB).
+const MAX_ANSWER_BYTES: u64 = 64 << 20;
+/// The whole answer must arrive within this time, however it is cut in pieces.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
+
+/// One request line sent, one answer line read. The server must be root or the caller's own
+/// user (`SO_PEERCRED`): anyone who could put a socket at the path would otherwise feed root's
+/// `homenode status` whatever it likes. The answer is bounded in size and in time.
 fn ask(path: &Path, line: &str) -> Result<String, StatusError> {
     let stream = UnixStream::connect(path).map_err(io(
         path,
         "cannot connect (is the daemon running, and are you root?)",
     ))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(io(path, "cannot set a timeout"))?;
+    if !peer_allowed(&stream) {
+        return Err(StatusError::Untrusted {
+            path: path.to_path_buf(),
+            why: "its server is neither root nor you".into(),
+        });
+    }
     (&stream)
         .write_all(format!("{line}\n").as_bytes())
         .map_err(io(path, "cannot send the request"))?;
-    let mut text = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut text)
-        .map_err(io(path, "cannot read the answer"))?;
-    Ok(text)
+    read_answer(path, &stream, ANSWER_DEADLINE)
+}
+
+/// Reads one line from `stream` within `limit` in all and [`MAX_ANSWER_BYTES`].
+fn read_answer(path: &Path, stream: &UnixStream, limit: Duration) -> Result<String, StatusError> {
+    let deadline = std::time::Instant::now() + limit;
+    let late = || StatusError::BadAnswer {
+        path: path.to_path_buf(),
+        reason: format!("the daemon did not answer within {} s", limit.as_secs_f64()),
+    };
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        stream
+            .set_read_timeout(Some(left))
+            .map_err(io(path, "cannot set a timeout"))?;
+        let n = match (&*stream).read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(late());
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(path, "cannot read the answer")(e)),
+        };
+        let end = buf[..n].iter().position(|&b| b == b'\n');
+        bytes.extend_from_slice(&buf[..end.map_or(n, |e| e + 1)]);
+        if bytes.len() as u64 > MAX_ANSWER_BYTES {
+            return Err(StatusError::BadAnswer {
+                path: path.to_path_buf(),
+                reason: format!("the answer is longer than {} MiB", MAX_ANSWER_BYTES >> 20),
+            });
+        }
+        if n == 0 || end.is_some() {
+            break;
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| StatusError::BadAnswer {
+        path: path.to_path_buf(),
+        reason: "the answer is not UTF-8 text".into(),
+    })
 }
 
 /// Asks the daemon at `path` for its status.
@@ -395,6 +479,100 @@ pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Serves, once, an endless answer on the socket named by `HOMENODE_FAKE_SERVER` (when
+    /// set): run by [`the_client_refuses_another_users_server_and_bounds_the_answer`] as an
+    /// unprivileged user. Does nothing in a normal test run.
+    #[test]
+    fn fake_status_server() {
+        let Some(path) = std::env::var_os("HOMENODE_FAKE_SERVER") else {
+            return;
+        };
+        let l = UnixListener::bind(&path).expect("bind");
+        if let Ok((mut s, _)) = l.accept() {
+            let chunk = vec![b'x'; 1 << 16];
+            while s.write_all(&chunk).is_ok() {}
+        }
+    }
+
+    /// A server run by someone else is refused before anything is read; one of root's (here,
+    /// a thread) that sends an endless line, or trickles, is cut off with a clear reason.
+    #[test]
+    fn the_client_refuses_another_users_server_and_bounds_the_answer() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+            .expect("chmod");
+        let path = dir.path().join("s.sock");
+        if nix::unistd::geteuid().is_root() {
+            let mut child = std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(std::env::current_exe().expect("exe"))
+                .args(["--exact", "daemon::status::tests::fake_status_server"])
+                .env("HOMENODE_FAKE_SERVER", &path)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("setpriv (util-linux)");
+            // Uid 65534 may be unable to reach this test binary (a checkout under a private
+            // home): then the child exits, and that part is said to be skipped.
+            while !path.exists() && child.try_wait().expect("wait").is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if path.exists() {
+                let e = query(&path).expect_err("another user's server");
+                assert!(e.to_string().contains("neither root nor you"), "{e}");
+            } else {
+                eprintln!("skipped: uid 65534 cannot run this test binary");
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&path);
+        }
+        // Root's own server (this process), endless: bounded in size.
+        let l = UnixListener::bind(&path).expect("bind");
+        let endless = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().expect("accept");
+            let chunk = vec![b'x'; 1 << 16];
+            while s.write_all(&chunk).is_ok() {}
+        });
+        let e = query(&path).expect_err("endless");
+        assert!(e.to_string().contains("longer than 64 MiB"), "{e}");
+        endless.join().expect("server");
+        // A trickle: a byte now and then, never a line end.
+        std::fs::remove_file(&path).expect("rm");
+        let l = UnixListener::bind(&path).expect("bind");
+        let trickle = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().expect("accept");
+            while s.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let s = UnixStream::connect(&path).expect("connect");
+        let e = read_answer(&path, &s, Duration::from_millis(300)).expect_err("trickle");
+        assert!(e.to_string().contains("did not answer within 0.3 s"), "{e}");
+        drop(s);
+        trickle.join().expect("server");
+    }
+
+    /// The socket's directory must be one nobody else can write, or another user could put
+    /// their own server (or a link) in the socket's place.
+    #[test]
+    fn a_socket_directory_others_can_write_is_refused() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777))
+            .expect("chmod");
+        let shared: SharedStatus = Arc::new(Mutex::new(StatusReport::default()));
+        let e = StatusServer::start(&dir.path().join("s.sock"), shared.clone())
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("writable by group or others"), "{e}");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .expect("chmod");
+        let path = dir.path().join("s.sock");
+        let server = StatusServer::start(&path, shared).expect("private");
+        let mode = std::fs::symlink_metadata(&path).expect("stat").mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        drop(server);
+    }
 
     /// `manage PID`/`unmanage PID` reach the daemon's control (a server without one refuses
     /// them), and a bad request is one error line.

@@ -90,6 +90,19 @@ fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {
     }
 }
 
+/// The report's line for a cell whose jobs ended before the disturbance did in some
+/// repetition (ElapsedTime is then the disturbance's), naming the cell and `fix`, the setting
+/// to change; `None` when every repetition measured its jobs.
+pub fn early_end_warning(c: &CellSummary, fix: &str) -> Option<String> {
+    (c.jobs_ended_first > 0).then(|| {
+        format!(
+            "warning: {} N={}: the jobs ended before hackbench did in {} of {} reps, so \
+             ElapsedTime is hackbench's, not the jobs'; {fix}",
+            c.scheduler, c.tasks, c.jobs_ended_first, c.reps
+        )
+    })
+}
+
 /// Why a numa_test run (or a matrix of them) failed. A failed run of a matrix is reported as
 /// [`NumaTestError::Cell`], naming the scheduler, task count and repetition.
 #[derive(Debug, PartialEq, thiserror::Error)]

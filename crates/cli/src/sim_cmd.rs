@@ -47,12 +47,14 @@ pub struct NumaTestArgs {
     reps: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// PROBLEMSIZE: elements per array (20 bytes per element per job).
-    #[arg(long, default_value_t = 1_000_000)]
-    size: u64,
-    /// Passes over the arrays.
-    #[arg(long, default_value_t = 100)]
-    passes: u32,
+    /// PROBLEMSIZE: elements per array (20 bytes per element per job); 1,000,000 when only
+    /// --passes is given. Without both: chosen for the machine (docs/WORKLOADS.md).
+    #[arg(long)]
+    size: Option<u64>,
+    /// Passes over the arrays; 100 when only --size is given. Without both: chosen for the
+    /// machine so that a lone job runs past the disturbance (docs/WORKLOADS.md).
+    #[arg(long)]
+    passes: Option<u32>,
     /// Do not start hackbench at t = 3 s.
     #[arg(long)]
     no_disturb: bool,
@@ -122,8 +124,8 @@ impl Default for NumaTestArgs {
             tasks: vec![4, 8, 16, 32, 64],
             reps: 10,
             seed: 1,
-            size: 1_000_000,
-            passes: 100,
+            size: None,
+            passes: None,
             no_disturb: false,
             socket_buffer: NumaTestParams::default().hackbench_buffer_msgs,
             json: false,
@@ -220,46 +222,42 @@ fn numa_test_args(a: &NumaTestArgs, topo: &topo::Topology) -> Result<Vec<SchedSp
     if a.tasks.is_empty() || a.tasks.contains(&0) {
         bail!("--tasks needs task counts of at least 1");
     }
-    if a.reps == 0 || a.size == 0 || a.passes == 0 {
+    if a.reps == 0 || a.size == Some(0) || a.passes == Some(0) {
         bail!("--reps, --size and --passes must be at least 1");
     }
     for &n in &a.tasks {
         sim::budget::tasks("--tasks", f64::from(n))?;
     }
     sim::budget::reps("--reps", f64::from(a.reps))?;
-    sim::budget::at_most("--passes", f64::from(a.passes), 1e6, "passes")?;
-    let bytes = a
-        .size
-        .saturating_mul(20)
-        .saturating_mul(u64::from(*a.tasks.iter().max().unwrap_or(&1)));
-    if bytes > topo.total_mem_bytes() {
-        bail!(
-            "--size {} with {} tasks needs {} MiB, more than {}'s {} MiB of memory",
-            a.size,
-            a.tasks.iter().max().unwrap_or(&1),
-            bytes >> 20,
-            topo.name,
-            topo.total_mem_bytes() >> 20
-        );
+    if let Some(p) = a.passes {
+        sim::budget::at_most(
+            "--passes",
+            f64::from(p),
+            f64::from(nt::MAX_PASSES),
+            "passes",
+        )?;
     }
+    let most = *a.tasks.iter().max().unwrap_or(&1);
+    check_memory(topo, a.size.unwrap_or(nt::ORIGINAL_PROBLEM_SIZE), most)?;
     placement(&a.placement)?;
     Ok(scheds)
 }
 
 fn numa_test_run(a: NumaTestArgs, topo: Arc<topo::Topology>, scheds: Vec<SchedSpec>) -> Result<()> {
+    let base = NumaTestParams {
+        disturb: !a.no_disturb,
+        hackbench_buffer_msgs: a.socket_buffer,
+        contention_period: a.contention_period,
+        ..Default::default()
+    };
+    let size = nt::resolve_size(&topo, a.size, a.passes, &base)
+        .with_context(|| format!("numa_test size on {}", topo.name))?;
     let m = Matrix {
         scheds,
         tasks: a.tasks.clone(),
         reps: a.reps,
         seed: a.seed,
-        params: NumaTestParams {
-            problem_size: a.size,
-            passes: a.passes,
-            disturb: !a.no_disturb,
-            hackbench_buffer_msgs: a.socket_buffer,
-            contention_period: a.contention_period,
-            ..Default::default()
-        },
+        params: size.apply(&base),
     };
     let total = (m.scheds.len() * m.tasks.len()) as u64 * u64::from(m.reps);
     let bar = (!a.json && std::io::stderr().is_terminal() && total > 1).then(|| {
@@ -282,47 +280,96 @@ fn numa_test_run(a: NumaTestArgs, topo: Arc<topo::Topology>, scheds: Vec<SchedSp
         b.finish_and_clear();
     }
     let wall = start.elapsed().as_secs_f64();
+    let warnings = early_end_warnings(&cells, &size);
     if a.json {
         let out = serde_json::json!({
             "machine": topo.name,
-            "problem_size": a.size,
-            "passes": a.passes,
+            "problem_size": size.problem_size,
+            "passes": size.passes,
+            "size_auto": size.auto,
             "disturb": !a.no_disturb,
             "seed": a.seed,
+            "warnings": warnings,
             "results": cells,
         });
         outln!("{}", serde_json::to_string_pretty(&out)?);
+        for w in &warnings {
+            eprintln!("{w}");
+        }
     } else {
-        out!("{}", text_report(&topo, &a, &cells));
+        out!("{}", text_report(&topo, &a, &size, &cells));
+        for w in &warnings {
+            outln!("{w}");
+        }
     }
     if a.stats {
-        let events: f64 = cells.iter().map(|c| c.events * f64::from(c.reps)).sum();
-        let skipped: f64 = cells
-            .iter()
-            .map(|c| c.skipped_ticks * f64::from(c.reps))
-            .sum();
-        let simulated: f64 = cells
-            .iter()
-            .map(|c| c.elapsed_s.mean * f64::from(c.reps))
-            .sum();
-        eprintln!(
-            "{}",
-            stats_line(total, events - skipped, skipped, simulated, wall)
+        stats(&cells, total, wall);
+    }
+    Ok(())
+}
+
+/// PROBLEMSIZE `size` for `tasks` jobs must fit in the machine's memory.
+fn check_memory(topo: &topo::Topology, size: u64, tasks: u32) -> Result<()> {
+    let bytes = size.saturating_mul(20).saturating_mul(u64::from(tasks));
+    if bytes > topo.total_mem_bytes() {
+        bail!(
+            "--size {size} with {tasks} tasks needs {} MiB, more than {}'s {} MiB of memory",
+            bytes >> 20,
+            topo.name,
+            topo.total_mem_bytes() >> 20
         );
     }
     Ok(())
 }
 
-fn text_report(topo: &topo::Topology, a: &NumaTestArgs, cells: &[nt::CellSummary]) -> String {
+/// One line per cell whose jobs ended before hackbench did, naming the flag to change.
+fn early_end_warnings(cells: &[nt::CellSummary], size: &nt::JobSize) -> Vec<String> {
+    let fix = if size.auto {
+        "give more --passes".to_string()
+    } else {
+        format!(
+            "raise --passes (now {}), or leave out --size and --passes for the machine's \
+             automatic size",
+            size.passes
+        )
+    };
+    cells
+        .iter()
+        .filter_map(|c| nt::early_end_warning(c, &fix))
+        .collect()
+}
+
+/// The `--stats` line on stderr.
+fn stats(cells: &[nt::CellSummary], total: u64, wall: f64) {
+    let events: f64 = cells.iter().map(|c| c.events * f64::from(c.reps)).sum();
+    let skipped: f64 = cells
+        .iter()
+        .map(|c| c.skipped_ticks * f64::from(c.reps))
+        .sum();
+    let simulated: f64 = cells
+        .iter()
+        .map(|c| c.elapsed_s.mean * f64::from(c.reps))
+        .sum();
+    eprintln!(
+        "{}",
+        stats_line(total, events - skipped, skipped, simulated, wall)
+    );
+}
+
+fn text_report(
+    topo: &topo::Topology,
+    a: &NumaTestArgs,
+    size: &nt::JobSize,
+    cells: &[nt::CellSummary],
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "numa_test on {} ({}): PROBLEMSIZE {}, {} passes, hackbench {}, {} reps, seed {}",
+        "numa_test on {} ({}): {}, hackbench {}, {} reps, seed {}",
         topo.name,
         topo.description,
-        a.size,
-        a.passes,
+        size.describe(),
         if a.no_disturb {
             "off"
         } else {

@@ -60,6 +60,9 @@ pub struct RunFigures {
     pub skipped_ticks: u64,
     pub node_migrations: u64,
     pub refused: [u64; 3],
+    /// Every job had exited before the disturbance did, so ElapsedTime is the disturbance's
+    /// end, not the jobs' (false unless set after [`RunFigures::from_jobs`]).
+    pub jobs_ended_first: bool,
 }
 
 /// Mean and sample standard deviation over repetitions.
@@ -127,6 +130,10 @@ pub struct CellSummary {
     /// for the speed figures only, not part of the report).
     #[serde(skip)]
     pub skipped_ticks: f64,
+    /// Repetitions in which every job had exited before the disturbance did: their
+    /// ElapsedTime is the disturbance's end, not the jobs'.
+    #[serde(default)]
+    pub jobs_ended_first: u32,
 }
 
 /// Percent of the total on each node, computed as `100 x t / total` (the simulator's
@@ -199,6 +206,7 @@ impl RunFigures {
             skipped_ticks: 0,
             node_migrations,
             refused,
+            jobs_ended_first: false,
             jobs,
         }
     }
@@ -236,6 +244,7 @@ pub fn summarise(
         refused,
         events: runs.iter().map(|r| r.events as f64).sum::<f64>() / nr,
         skipped_ticks: runs.iter().map(|r| r.skipped_ticks as f64).sum::<f64>() / nr,
+        jobs_ended_first: runs.iter().filter(|r| r.jobs_ended_first).count() as u32,
     }
 }
 
@@ -352,8 +361,13 @@ mod tests {
         );
         let empty = RunFigures::from_jobs(vec![], 1.0, 0.0, 0, 0, [0; 3]);
         assert_eq!(empty.avg_user_s, 0.0);
-        let c = summarise("host", &[], 2, &[f.clone(), f]);
+        let early = RunFigures {
+            jobs_ended_first: true,
+            ..f.clone()
+        };
+        let c = summarise("host", &[], 2, &[early, f]);
         assert_eq!((c.reps, c.avg_user_s.mean, c.avg_user_s.std), (2, 2.0, 0.0));
+        assert_eq!(c.jobs_ended_first, 1);
         assert_eq!(c.jobs.len(), 2);
         assert_eq!(MeanStd::of(&[1.0, 3.0]).to_string(), "2.00(1.41)");
     }

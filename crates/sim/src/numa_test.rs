@@ -16,6 +16,13 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use topo::Topology;
 
+mod size;
+
+pub use size::{
+    JobSize, LONE_JOB_SPAN, MAX_PASSES, ORIGINAL_PASSES, ORIGINAL_PROBLEM_SIZE, auto_size,
+    lone_job_ns, resolve as resolve_size,
+};
+
 pub use report::{
     CellSummary, JobRow, MeanStd, RunFigures, comparison_table, job_table, run_seed, summarise,
     summary_block,
@@ -58,7 +65,15 @@ pub fn figures(r: &RunResult, nr_nodes: usize) -> RunFigures {
         r.counters.refused,
     );
     f.skipped_ticks = r.skipped_ticks;
+    f.jobs_ended_first = jobs_ended_first(r);
     f
+}
+
+/// Whether every job of the run had exited before its disturbance did (ElapsedTime is then
+/// the disturbance's end). False without a disturbance or without jobs.
+pub fn jobs_ended_first(r: &RunResult) -> bool {
+    let jobs_end = r.tasks.iter().filter(|t| t.job).map(|t| t.exited).max();
+    matches!((jobs_end, r.disturbance_end_ns), (Some(j), Some(d)) if j < d)
 }
 
 fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {
@@ -73,6 +88,19 @@ fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {
         home_node: t.home_node,
         node_migrations: t.node_migrations,
     }
+}
+
+/// The report's line for a cell whose jobs ended before the disturbance did in some
+/// repetition (ElapsedTime is then the disturbance's), naming the cell and `fix`, the setting
+/// to change; `None` when every repetition measured its jobs.
+pub fn early_end_warning(c: &CellSummary, fix: &str) -> Option<String> {
+    (c.jobs_ended_first > 0).then(|| {
+        format!(
+            "warning: {} N={}: the jobs ended before hackbench did in {} of {} reps, so \
+             ElapsedTime is hackbench's, not the jobs'; {fix}",
+            c.scheduler, c.tasks, c.jobs_ended_first, c.reps
+        )
+    })
 }
 
 /// Why a numa_test run (or a matrix of them) failed. A failed run of a matrix is reported as
@@ -93,6 +121,11 @@ pub enum NumaTestError {
         rep: u32,
         source: Box<NumaTestError>,
     },
+    #[error(
+        "numa_test on {machine}: a pass of a lone job takes no simulated time, so no number of \
+         passes outlasts the disturbance; give --passes"
+    )]
+    PassTakesNoTime { machine: String },
     #[error("{sched} N={tasks}: missing")]
     Missing { sched: String, tasks: u32 },
 }

@@ -69,6 +69,8 @@ pub struct RunResult {
     pub end_ns: Ns,
     /// Wall time of the disturbance program's tasks (first created to last exited), if any.
     pub disturbance_ns: Option<Ns>,
+    /// When the disturbance's last task exited, if there was one.
+    pub disturbance_end_ns: Option<Ns>,
     pub counters: Counters,
     /// Events handled.
     pub events: u64,
@@ -327,7 +329,7 @@ impl Sim {
                 node_migrations: t.node_migrations,
             })
             .collect();
-        let disturbance_ns = wl.disturbance.and_then(|p| {
+        let disturbance = wl.disturbance.and_then(|p| {
             let ts: Vec<&TaskReport> = k
                 .tasks
                 .iter()
@@ -337,11 +339,12 @@ impl Sim {
                 .collect();
             let start = ts.iter().map(|r| r.created).min()?;
             let end = ts.iter().map(|r| r.exited).max()?;
-            Some(end - start)
+            Some((start, end))
         });
         RunResult {
             end_ns: k.now,
-            disturbance_ns,
+            disturbance_ns: disturbance.map(|(start, end)| end - start),
+            disturbance_end_ns: disturbance.map(|(_, end)| end),
             counters: k.counters.clone(),
             // Skipped idle ticks count as the events they stand for.
             events: k.events.handled + k.quiet.replayed,

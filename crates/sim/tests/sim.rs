@@ -34,6 +34,8 @@ mod props;
 mod schedulers;
 #[path = "sim/scoreboard.rs"]
 mod scoreboard;
+#[path = "sim/size.rs"]
+mod size;
 #[path = "sim/studies.rs"]
 mod studies;
 #[path = "sim/ticks.rs"]

@@ -33,6 +33,7 @@ fn cell(sched: &str, tasks: u32, user: f64, elapsed: f64, hackbench: f64) -> Cel
         refused: [0.0; 3],
         events: 123.0,
         skipped_ticks: 0.0,
+        jobs_ended_first: 0,
     }
 }
 

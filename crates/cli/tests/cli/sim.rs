@@ -105,6 +105,69 @@ fn numa_test_json_has_the_documented_schema() {
     }
     assert_eq!(v["problem_size"], 20000);
     assert_eq!(v["passes"], 2);
+    assert_eq!(v["size_auto"], false);
+    assert!(v["warnings"].is_array(), "{v}");
+}
+
+#[test]
+fn numa_test_warns_when_the_jobs_end_before_hackbench() {
+    // At one pass the jobs on epyc-nps4 are done long before hackbench starts at 3 s.
+    let args = [
+        "sim",
+        "numa-test",
+        "--machine",
+        "epyc-nps4",
+        "--sched",
+        "o1",
+        "--tasks",
+        "2",
+        "--reps",
+        "1",
+        "--passes",
+        "1",
+        "--summary-only",
+    ];
+    let text = ok(&args);
+    assert!(
+        text.contains("PROBLEMSIZE 1000000, 1 passes (given)"),
+        "{text}"
+    );
+    let warning = "warning: o1 N=2: the jobs ended before hackbench did in 1 of 1 reps, so \
+                   ElapsedTime is hackbench's, not the jobs'; raise --passes (now 1)";
+    assert!(text.contains(warning), "{text}");
+    let mut json = args.to_vec();
+    json.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&ok(&json)).expect("one JSON document");
+    assert_eq!(
+        v["warnings"][0]
+            .as_str()
+            .map(|w| w.contains("raise --passes")),
+        Some(true)
+    );
+    assert_eq!(v["results"][0]["jobs_ended_first"], 1);
+}
+
+#[test]
+fn numa_test_sizes_itself_for_the_machine() {
+    let out = ok(&[
+        "sim",
+        "numa-test",
+        "--machine",
+        "xeon2s",
+        "--sched",
+        "o1",
+        "--tasks",
+        "1",
+        "--reps",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["size_auto"], true);
+    assert_eq!(v["problem_size"], 1_000_000);
+    assert!(v["passes"].as_u64() > Some(100), "{}", v["passes"]);
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(0));
+    assert!(v["results"][0]["elapsed_s"]["mean"].as_f64() > Some(6.0));
 }
 
 #[test]

@@ -179,6 +179,9 @@ pub struct Outcome {
     /// The kernel base each scheduler runs on in the model, in column order (report only).
     #[serde(skip)]
     pub kernels: Vec<&'static str>,
+    /// numa_test: the size every cell ran at (PROBLEMSIZE, passes, chosen automatically or not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa_size: Option<crate::numa_test::JobSize>,
     pub numa_test: Vec<crate::numa_test::CellSummary>,
     pub mix: Vec<MixCell>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -243,6 +246,7 @@ pub fn run(
     let mut out = Outcome {
         options,
         kernels,
+        numa_size: None,
         numa_test: Vec::new(),
         mix: Vec::new(),
         study: None,
@@ -254,10 +258,12 @@ pub fn run(
         spec: spec.clone(),
     };
     if let Some(n) = &spec.numa_test {
-        out.numa_test = numa::run(&spec, n, &topo, tick).map_err(|e| fail(e.into()))?;
+        let size = numa::size(n, &topo).map_err(|e| fail(e.into()))?;
+        out.numa_size = Some(size);
+        out.numa_test = numa::run(&spec, n, &size, &topo, tick).map_err(|e| fail(e.into()))?;
         for w in &spec.sweep {
             out.sweeps
-                .push(w.run(n, spec.seed, &topo, tick).map_err(&fail)?);
+                .push(w.run(n, &size, spec.seed, &topo, tick).map_err(&fail)?);
         }
     } else if let Some(m) = &spec.mix {
         out.mix = mixrun::run(&spec, m, &topo, tick).map_err(&fail)?;
@@ -293,6 +299,7 @@ fn run_scoreboard(
         spec: spec.clone(),
         options: Vec::new(),
         kernels: Vec::new(),
+        numa_size: None,
         numa_test: Vec::new(),
         mix: Vec::new(),
         study: None,

@@ -4,23 +4,32 @@
 //! by column changes no figure.
 
 use super::spec::{ExperimentSpec, NumaTestSection};
-use crate::numa_test::{CellSummary, Matrix, NumaTestError, run_matrix};
+use crate::numa_test::{CellSummary, JobSize, Matrix, NumaTestError, resolve_size, run_matrix};
 use crate::sched::SchedSpec;
 use crate::workload::NumaTestParams;
 use std::sync::Arc;
 use topo::Topology;
 
+/// The section's size on the experiment's machine: as the file gives it, or chosen for the
+/// machine when it gives neither `problem_size` nor `passes`. Sweeps keep it, so that a swept
+/// machine parameter changes the machine, not the work.
+pub fn size(n: &NumaTestSection, topo: &Arc<Topology>) -> Result<JobSize, NumaTestError> {
+    resolve_size(topo, n.problem_size, n.passes, &NumaTestParams::default())
+}
+
 pub fn run(
     spec: &ExperimentSpec,
     n: &NumaTestSection,
+    size: &JobSize,
     topo: &Arc<Topology>,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<CellSummary>, NumaTestError> {
     let scheds = spec.sched_specs();
     let mut cells = Vec::new();
     for (name, sched) in spec.schedulers.iter().zip(&scheds) {
+        let column = Column { n, size, name };
         cells.extend(run_column(
-            n, name, sched, &n.tasks, spec.reps, spec.seed, topo, tick,
+            &column, sched, &n.tasks, spec.reps, spec.seed, topo, tick,
         )?);
     }
     let col = |c: &CellSummary| spec.schedulers.iter().position(|s| *s == c.scheduler);
@@ -29,12 +38,18 @@ pub fn run(
     Ok(cells)
 }
 
-/// One column's cells for `tasks`: those the section lists in `no_hackbench` for `column` run
-/// without the disturbance, the others with it. Cells come back in no particular order.
-#[allow(clippy::too_many_arguments)]
+/// A scheduler column of a numa_test section, at the section's size.
+pub(super) struct Column<'a> {
+    pub n: &'a NumaTestSection,
+    pub size: &'a JobSize,
+    /// The column's name in the file (what `no_hackbench` refers to).
+    pub name: &'a str,
+}
+
+/// One column's cells for `tasks`: those the section lists in `no_hackbench` for the column
+/// run without the disturbance, the others with it. Cells come back in no particular order.
 pub(super) fn run_column(
-    n: &NumaTestSection,
-    column: &str,
+    column: &Column<'_>,
     sched: &SchedSpec,
     tasks: &[u32],
     reps: u32,
@@ -47,7 +62,7 @@ pub(super) fn run_column(
         let these: Vec<u32> = tasks
             .iter()
             .copied()
-            .filter(|&t| n.quiet(column, t) != disturb)
+            .filter(|&t| column.n.quiet(column.name, t) != disturb)
             .collect();
         if these.is_empty() {
             continue;
@@ -57,11 +72,10 @@ pub(super) fn run_column(
             tasks: these,
             reps,
             seed,
-            params: NumaTestParams {
-                problem_size: n.problem_size,
+            params: column.size.apply(&NumaTestParams {
                 disturb,
                 ..Default::default()
-            },
+            }),
         };
         cells.extend(run_matrix(topo, &m, tick)?);
     }

@@ -25,6 +25,9 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
          published results.\n",
         e.machine, e.reps, e.seed, e.name
     );
+    if let Some(size) = &o.numa_size {
+        numa_size(&mut md, o, size);
+    }
     let _ = writeln!(md, "## Schedulers and their effective options\n");
     let _ = writeln!(
         md,
@@ -55,6 +58,37 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
         }
     }
     Ok((md, charts))
+}
+
+/// The size every numa_test cell ran at, and a line per cell whose jobs ended before
+/// hackbench did (its ElapsedTime is hackbench's).
+fn numa_size(md: &mut String, o: &Outcome, size: &crate::numa_test::JobSize) {
+    let how = if size.auto {
+        "chosen for the machine: a lone job runs at least twice the time hackbench starts at, \
+         docs/WORKLOADS.md"
+    } else {
+        "as the file gives it"
+    };
+    let _ = writeln!(md, "numa_test size: {} ({how}).\n", size.describe());
+    let fix = if size.auto {
+        "set `passes` in `[numa_test]` higher".to_string()
+    } else {
+        format!(
+            "raise `passes` in `[numa_test]` (now {}) or leave out `problem_size` and `passes` \
+             for the machine's automatic size",
+            size.passes
+        )
+    };
+    let mut any = false;
+    for c in &o.numa_test {
+        if let Some(w) = crate::numa_test::early_end_warning(c, &fix) {
+            let _ = writeln!(md, "- **{w}**");
+            any = true;
+        }
+    }
+    if any {
+        md.push('\n');
+    }
 }
 
 fn metric_of(c: &CellSummary, m: Metric) -> MeanStd {

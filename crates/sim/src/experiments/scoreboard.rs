@@ -59,7 +59,7 @@ impl RowWorkload {
     /// The keys this workload reads (besides `workload`, `machine` and `historical`).
     pub fn keys(self) -> &'static [&'static str] {
         match self {
-            RowWorkload::NumaTest => &["tasks", "tasks_per_cpu", "problem_size"],
+            RowWorkload::NumaTest => &["tasks", "tasks_per_cpu", "problem_size", "passes"],
             RowWorkload::LightLoad => &["iterations"],
             RowWorkload::Convergence => &["shapes", "watch_s"],
             RowWorkload::Oltp => &["threads", "tx_per_thread"],
@@ -95,9 +95,14 @@ pub struct RowGroup {
     /// numa_test: task counts as multiples of the machine's CPUs (rounded, at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks_per_cpu: Option<Vec<f64>>,
-    /// numa_test: PROBLEMSIZE (1,000,000 when left out).
+    /// numa_test: PROBLEMSIZE. With `passes` left out too, both are chosen for the row's
+    /// machine (`crate::numa_test::auto_size`); else the one left out is the original's
+    /// (1,000,000 elements, 100 passes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem_size: Option<u64>,
+    /// numa_test: passes over the arrays (see `problem_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
     /// light-load: iterations per thread (1e9 when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<f64>,
@@ -142,6 +147,7 @@ impl RowGroup {
             ("tasks", self.tasks.is_some()),
             ("tasks_per_cpu", self.tasks_per_cpu.is_some()),
             ("problem_size", self.problem_size.is_some()),
+            ("passes", self.passes.is_some()),
             ("iterations", self.iterations.is_some()),
             ("shapes", self.shapes.is_some()),
             ("watch_s", self.watch_s.is_some()),
@@ -282,6 +288,7 @@ impl RowGroup {
             }
         };
         positive("problem_size", self.problem_size != Some(0))?;
+        positive("passes", self.passes != Some(0))?;
         positive("iterations", self.iterations.is_none_or(|v| v >= 1.0))?;
         positive("watch_s", self.watch_s.is_none_or(|v| v > 0.0))?;
         positive("tx_per_thread", self.tx_per_thread != Some(0))?;
@@ -314,6 +321,11 @@ impl RowGroup {
                 }
                 for &n in &counts {
                     budget::tasks("tasks", f64::from(n)).map_err(over)?;
+                }
+                if let Some(p) = self.passes {
+                    let most = crate::numa_test::MAX_PASSES;
+                    budget::at_most("passes", f64::from(p), f64::from(most), "passes")
+                        .map_err(over)?;
                 }
                 let most = counts.iter().copied().max().unwrap_or(0);
                 let size = self.problem_size.unwrap_or(REF_PROBLEM_SIZE);

@@ -198,20 +198,23 @@ fn disturbance(md: &mut String, r: &ScoreboardResults) {
     let _ = writeln!(
         md,
         "### hackbench beside numa_test's ElapsedTime\n\n\
-         ElapsedTime counts numa_test's jobs only. hackbench, the disturbance, runs on the same \
-         CPUs: a configuration that gives it less CPU time finishes the jobs sooner and \
-         hackbench later. HackbenchTime (s), mean(stddev), beside each row's ElapsedTime.\n\n\
-         | machine | size | best configuration | its ElapsedTime | its HackbenchTime | focus ElapsedTime | focus HackbenchTime |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: |"
+         ElapsedTime runs until the last task exits, hackbench included; each row's jobs are \
+         sized to outlast hackbench (its PROBLEMSIZE and passes below), so it is the jobs' \
+         end. hackbench, the disturbance, runs on the same CPUs: a configuration that gives it \
+         less CPU time finishes the jobs sooner and hackbench later. HackbenchTime (s), \
+         mean(stddev), beside each row's ElapsedTime.\n\n\
+         | machine | size | PROBLEMSIZE, passes | best configuration | its ElapsedTime | its HackbenchTime | focus ElapsedTime | focus HackbenchTime |\n\
+         | --- | --- | --- | --- | ---: | ---: | ---: | ---: |"
     );
-    for row in rows {
+    for row in &rows {
         let get = |i: Option<usize>| i.map(|i| &row.configs[i]);
         let (best, focus) = (get(row.best), get(row.focus));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             row.machine,
             row.size,
+            size_cell(row),
             best_label(best),
             best.map_or("-".into(), cell),
             best.map_or("-".into(), hackbench_cell),
@@ -220,6 +223,53 @@ fn disturbance(md: &mut String, r: &ScoreboardResults) {
         );
     }
     md.push('\n');
+    let warnings: Vec<String> = rows.iter().flat_map(|row| early_end(row)).collect();
+    for w in &warnings {
+        let _ = writeln!(md, "- **{w}**");
+    }
+    if !warnings.is_empty() {
+        md.push('\n');
+    }
+}
+
+/// A numa_test row's PROBLEMSIZE and passes, `(auto)` when chosen for the machine.
+fn size_cell(row: &ScoreRow) -> String {
+    row.numa_size.map_or("-".into(), |z| {
+        format!(
+            "{}, {}{}",
+            z.problem_size,
+            z.passes,
+            if z.auto { " (auto)" } else { "" }
+        )
+    })
+}
+
+/// One line per configuration of a numa_test row whose jobs ended before hackbench did.
+fn early_end(row: &ScoreRow) -> Vec<String> {
+    let fix = match row.numa_size {
+        Some(z) if !z.auto => format!(
+            "raise `passes` of its `[[scoreboard.rows]]` entry (now {}), or leave out \
+             `problem_size` and `passes` for the machine's automatic size",
+            z.passes
+        ),
+        _ => "give its `[[scoreboard.rows]]` entry more `passes`".into(),
+    };
+    row.configs
+        .iter()
+        .filter(|c| c.jobs_ended_first > 0)
+        .map(|c| {
+            format!(
+                "warning: {} {} {}, {}: the jobs ended before hackbench did in {} of {} \
+                 repetitions, so ElapsedTime is hackbench's, not the jobs'; {fix}",
+                row.workload,
+                row.machine,
+                row.size,
+                label(&c.scheduler, &c.placement),
+                c.jobs_ended_first,
+                c.values.len()
+            )
+        })
+        .collect()
 }
 
 fn detail(
@@ -257,6 +307,9 @@ fn detail(
         t
     });
     if row.configs.iter().any(|c| c.hackbench_s.is_some()) {
+        if let Some(z) = row.numa_size {
+            let _ = writeln!(md, "\nnuma_test size: {}.", z.describe());
+        }
         let _ = writeln!(md, "\nHackbenchTime (s), mean(stddev), the same runs:\n");
         grid(md, row, s, |_, c| hackbench_cell(c));
     }

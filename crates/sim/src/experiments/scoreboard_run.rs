@@ -4,8 +4,8 @@
 //! so the configurations are compared on the same random draws. A run that fails marks its
 //! configuration as failed with the reason; it never stops the board.
 
-use super::scoreboard::{REF_PROBLEM_SIZE, RowGroup, RowWorkload, ScoreboardSection};
-use crate::numa_test::{figures, run_one_placed, run_seed};
+use super::scoreboard::{RowGroup, RowWorkload, ScoreboardSection};
+use crate::numa_test::{JobSize, figures, resolve_size, run_one_placed, run_seed};
 use crate::placement::PlacementSpec;
 use crate::sched::SchedSpec;
 use crate::studies::{self, autonuma, convergence, light_load, oltp};
@@ -35,10 +35,15 @@ pub struct ConfigResult {
     #[serde(skip_serializing_if = "is_zero")]
     pub never: u32,
     /// numa_test: how long its disturbance, hackbench, took (mean and stddev over the
-    /// repetitions). ElapsedTime counts only the jobs: a scheduler that starves hackbench
-    /// gains there what hackbench loses, and this says so beside it.
+    /// repetitions). ElapsedTime runs until the last task exits, hackbench included; when
+    /// the jobs outlast hackbench it is theirs, and a scheduler that starves hackbench gains
+    /// there what hackbench loses: this says so beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hackbench_s: Option<MeanStd>,
+    /// numa_test: repetitions whose jobs all ended before hackbench did (their ElapsedTime is
+    /// hackbench's).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub jobs_ended_first: u32,
     /// Why the configuration could not run (its first failed repetition).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -72,6 +77,10 @@ pub struct ScoreRow {
     /// numa_test: the task count against the machine's CPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks_vs_cpus: Option<f64>,
+    /// numa_test: PROBLEMSIZE and passes of every run of the row, and whether they were chosen
+    /// for the machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa_size: Option<JobSize>,
     pub metric: String,
     pub higher_is_better: bool,
     pub configs: Vec<ConfigResult>,
@@ -93,6 +102,8 @@ pub struct ScoreboardResults {
 struct RowPlan<'a> {
     group: &'a RowGroup,
     topo: Result<Arc<Topology>, String>,
+    /// numa_test: the row's size (resolved once per row entry), or why it could not be.
+    numa_size: Option<Result<JobSize, String>>,
     size: Size,
     scheds: Vec<String>,
 }
@@ -136,6 +147,8 @@ struct RunFigure {
     never: bool,
     /// numa_test: hackbench's time, s.
     hackbench_s: Option<f64>,
+    /// numa_test: every job ended before hackbench did.
+    jobs_ended_first: bool,
 }
 
 impl RunFigure {
@@ -144,6 +157,7 @@ impl RunFigure {
             value,
             never: false,
             hackbench_s: None,
+            jobs_ended_first: false,
         }
     }
 }
@@ -163,6 +177,11 @@ pub fn run(
     for g in &s.rows {
         let topo = studies::machine(&g.machine).map_err(|e| e.to_string());
         let cpus = topo.as_ref().map_or(1, |t| t.nr_cpus());
+        let numa_size = (g.workload == RowWorkload::NumaTest).then(|| {
+            let t = topo.as_ref().map_err(Clone::clone)?;
+            resolve_size(t, g.problem_size, g.passes, &NumaTestParams::default())
+                .map_err(|e| e.to_string())
+        });
         let sizes: Vec<Size> = match g.workload {
             RowWorkload::NumaTest => g.task_counts(cpus).into_iter().map(Size::Tasks).collect(),
             RowWorkload::Convergence => g
@@ -182,6 +201,7 @@ pub fn run(
             plans.push(RowPlan {
                 group: g,
                 topo: topo.clone(),
+                numa_size: numa_size.clone(),
                 size,
                 scheds: s.schedulers_of(g),
             });
@@ -244,6 +264,7 @@ fn config(sched: &str, placement: &str, runs: Vec<Figure>) -> ConfigResult {
         mean: m.mean,
         std: m.std,
         never: ok.iter().filter(|v| v.never).count() as u32,
+        jobs_ended_first: ok.iter().filter(|v| v.jobs_ended_first).count() as u32,
         hackbench_s: hackbench.filter(|h| !h.is_empty()).map(|h| MeanStd::of(&h)),
         values,
         error,
@@ -305,6 +326,7 @@ fn row(s: &ScoreboardSection, plan: &RowPlan<'_>, configs: Vec<ConfigResult>) ->
         machine: plan.group.machine.clone(),
         size: plan.size.label(),
         tasks_vs_cpus,
+        numa_size: plan.numa_size.clone().and_then(Result::ok),
         metric: metric.into(),
         higher_is_better: higher,
         configs,
@@ -328,16 +350,20 @@ fn one(
     match (g.workload, plan.size) {
         (RowWorkload::NumaTest, Size::Tasks(n)) => {
             let spec = SchedSpec::parse(sched).map_err(|x| e(&x))?;
-            let params = NumaTestParams {
+            let size = plan
+                .numa_size
+                .clone()
+                .unwrap_or_else(|| Err("no numa_test size".into()))?;
+            let params = size.apply(&NumaTestParams {
                 tasks: n,
-                problem_size: g.problem_size.unwrap_or(REF_PROBLEM_SIZE),
                 disturb: true,
                 ..Default::default()
-            };
+            });
             let r = run_one_placed(topo, &spec, placement, &params, seed).map_err(|x| e(&x))?;
             let f = figures(&r, topo.nr_nodes());
             Ok(RunFigure {
                 hackbench_s: Some(f.hackbench_s),
+                jobs_ended_first: f.jobs_ended_first,
                 ..RunFigure::of(f.elapsed_s)
             })
         }

@@ -55,7 +55,13 @@ fn is_zero(v: &u32) -> bool {
 #[serde(deny_unknown_fields)]
 pub struct NumaTestSection {
     pub tasks: Vec<u32>,
-    pub problem_size: u64,
+    /// PROBLEMSIZE; with `passes` left out too, both are chosen for the machine
+    /// (`crate::numa_test::auto_size`), else the one left out is the original's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem_size: Option<u64>,
+    /// Passes over the arrays (see `problem_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
     /// Cells run without the hackbench disturbance: a task count (every scheduler), or one
     /// scheduler's task count (`{ sched = "node-affine-static", tasks = 64 }`).
     #[serde(default)]
@@ -364,9 +370,12 @@ impl NumaTestSection {
         // numa_test's randupdt holds two arrays of doubles and one of ints: 20 bytes per
         // element and job (docs/WORKLOADS.md).
         let most = self.tasks.iter().copied().max().unwrap_or(0);
+        let size = self
+            .problem_size
+            .unwrap_or(crate::numa_test::ORIGINAL_PROBLEM_SIZE);
         budget::memory(
             "problem_size",
-            20.0 * self.problem_size as f64 * f64::from(most),
+            20.0 * size as f64 * f64::from(most),
             topo.total_mem_bytes(),
         )
         .map_err(over)?;
@@ -398,8 +407,14 @@ impl NumaTestSection {
                 &format!("`{sched}` is not one of `schedulers`"),
             ));
         }
-        if self.problem_size == 0 {
+        if self.problem_size == Some(0) {
             return Err(err("problem_size", "must be at least 1"));
+        }
+        if let Some(p) = self.passes {
+            let most = crate::numa_test::MAX_PASSES;
+            if p == 0 || p > most {
+                return Err(err("passes", &format!("must be 1 to {most}")));
+            }
         }
         if self.tables.is_empty() {
             return Err(err("tables", "give at least one table"));

@@ -294,6 +294,7 @@ impl Sweep {
     pub fn run(
         &self,
         n: &NumaTestSection,
+        size: &crate::numa_test::JobSize,
         seed: u64,
         topo: &Arc<Topology>,
         tick: &(dyn Fn() + Sync),
@@ -305,9 +306,13 @@ impl Sweep {
                 Some(_) => Arc::new(self.machine_for(topo, v)?),
                 None => topo.clone(),
             };
-            let mut cells = super::numa::run_column(
+            let column = super::numa::Column {
                 n,
-                &self.scheduler,
+                size,
+                name: &self.scheduler,
+            };
+            let mut cells = super::numa::run_column(
+                &column,
                 &spec,
                 &self.tasks,
                 self.reps,

@@ -235,6 +235,21 @@ fn reports_have_one_column_per_scheduler_and_the_options() {
     );
     assert!(o.markdown.contains("initial_lb=on"));
     assert!(o.markdown.contains("Relative gain over `o1`"));
+    // The size is stated, and the cells whose tiny jobs ended before hackbench are named
+    // with the key to change; N = 4 ran without hackbench and has nothing to warn about.
+    assert!(
+        o.markdown.contains(
+            "numa_test size: PROBLEMSIZE 20000, 100 passes (given) (as the file gives it)"
+        ),
+        "{}",
+        o.markdown
+    );
+    assert!(o.json().contains("\"numa_size\""));
+    let warning = "warning: o1 N=2: the jobs ended before hackbench did in 1 of 1 reps, so \
+                   ElapsedTime is hackbench's, not the jobs'; raise `passes` in `[numa_test]` \
+                   (now 100)";
+    assert!(o.markdown.contains(warning), "{}", o.markdown);
+    assert_eq!(o.markdown.matches("warning: ").count(), 3, "{}", o.markdown);
     // N = 4 ran without hackbench.
     let quiet = o.numa_test.iter().filter(|c| c.tasks == 4);
     assert!(quiet.clone().count() == 3 && quiet.into_iter().all(|c| c.hackbench_s.mean == 0.0));

@@ -134,6 +134,23 @@ fn a_tiny_board_has_every_configuration_and_a_best_mark_and_is_reproducible() {
         "hackbench's time beside the numa_test rows: {md}"
     );
     assert!(md.contains("**"), "a best mark: {md}");
+    // The numa_test rows state their size; their tiny jobs end before hackbench, which the
+    // report says per configuration with the key to change.
+    let size = sim::numa_test::JobSize {
+        problem_size: 20000,
+        passes: 100,
+        auto: false,
+    };
+    assert_eq!(r.rows[0].numa_size, Some(size));
+    assert!(md.contains("numa_test size: PROBLEMSIZE 20000, 100 passes (given)."));
+    assert!(
+        md.contains(
+            "warning: numa_test nodes=2,cpus-per-node=2 N=2, linux + none: the jobs ended \
+             before hackbench did in 2 of 2 repetitions"
+        ) && md.contains("raise `passes` of its `[[scoreboard.rows]]` entry (now 100)"),
+        "{md}"
+    );
+    assert_eq!(r.rows[0].configs[0].jobs_ended_first, 2);
     assert!(a.charts.iter().any(|(n, _)| n == "standing.svg"));
     assert!(a.charts.iter().all(|(_, svg)| svg.starts_with("<svg")));
     assert_eq!(a.charts.len(), 1 + r.rows.len());
@@ -228,4 +245,41 @@ fn the_shipped_board_runs_azusas_historical_schedulers() {
             .filter(|g| g.machine != "azusa16")
             .all(|g| g.historical.is_empty())
     );
+}
+
+/// The shipped board's numa_test rows on today's machines measure the jobs: at their `passes`
+/// the jobs of the smallest row (half a task per CPU) outlast hackbench under `linux`.
+#[test]
+fn the_shipped_boards_numa_test_jobs_outlast_hackbench() {
+    use sim::numa_test::{figures, run_one};
+    use sim::workload::NumaTestParams;
+    let all = experiments::load_all(None).expect("built-in experiments");
+    let board = experiments::find(&all, "placement").expect("placement");
+    let b = board.scoreboard.expect("a scoreboard");
+    let linux = sim::sched::SchedSpec::parse("linux").expect("linux");
+    let mut checked = 0;
+    for g in b.rows.iter().filter(|g| g.workload.name() == "numa_test") {
+        let topo = std::sync::Arc::new(topo::resolve_machine(&g.machine).expect("machine"));
+        if topo.name == "azusa16" {
+            continue;
+        }
+        let n = *g.task_counts(topo.nr_cpus()).iter().min().expect("a count");
+        let size = sim::numa_test::resolve_size(
+            &topo,
+            g.problem_size,
+            g.passes,
+            &NumaTestParams::default(),
+        )
+        .expect("size");
+        let params = size.apply(&NumaTestParams {
+            tasks: n,
+            ..Default::default()
+        });
+        let r = run_one(&topo, &linux, &params, 1).expect("run");
+        let f = figures(&r, topo.nr_nodes());
+        assert!(!f.jobs_ended_first, "{} N={n}", g.machine);
+        assert!(f.elapsed_s > 6.0, "{} N={n}: {}", g.machine, f.elapsed_s);
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "the epyc-nps4 and xeon2s rows");
 }

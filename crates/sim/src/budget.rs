@@ -95,6 +95,30 @@ pub fn reps(key: &str, value: f64) -> Result<(), BudgetError> {
     at_most(key, value, MAX_REPS as f64, "repetitions")
 }
 
+/// Page groups (2 MiB each by default) the regions of all the processes of one run may hold,
+/// counted as processes are created: 16,777,216 groups is 32 TiB of simulated memory and
+/// 256 MiB of the simulator's own (16 bytes a group). 65,536 processes each with a region
+/// the size of the machine's memory stop here, instead of aborting when the host's memory
+/// runs out.
+pub const MAX_PAGE_GROUPS: u64 = 1 << 24;
+
+/// The error of a run whose processes' regions reach `groups` page groups of `group_bytes`.
+pub fn page_groups(groups: u64, group_bytes: u64) -> BudgetError {
+    let tib = |g: u64| g as f64 * group_bytes as f64 / (1u64 << 40) as f64;
+    BudgetError {
+        place: String::new(),
+        key: "regions".into(),
+        value: format!(
+            "{groups} page groups ({:.3} TiB) over the processes created",
+            tib(groups)
+        ),
+        why: format!(
+            "more than the limit of {MAX_PAGE_GROUPS} page groups ({:.0} TiB) one run may hold: lower `launch.count`, the spawn counts or the regions' `mib`",
+            tib(MAX_PAGE_GROUPS)
+        ),
+    }
+}
+
 /// A study's work key (`iterations`, `tx_per_thread`, `loops`, `numa02_loops`): at most this
 /// many times its reference size, so that one study costs at most ten reference runs.
 pub const MAX_WORK_FACTOR: f64 = 10.0;

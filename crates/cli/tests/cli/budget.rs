@@ -261,6 +261,26 @@ fn workload_files_over_budget_or_without_progress() {
         &["sim", "workload", &f, "--sched", "o1"],
         &["region `r`", "more than azusa16's 16384 MiB"],
     );
+    // 65,536 processes each with a region of the machine's memory: refused once the page
+    // groups made reach the limit, not by the host running out of memory.
+    let full = WL
+        .replace("PHASES", "{ compute = { cycles = 1e6 } }")
+        .replace("COUNT", "65536")
+        .replace(
+            "job = true",
+            "job = true\nregion = [{ name = \"r\", mib = 16384 }]",
+        );
+    let f = scratch_in("budget-wl-full", "w.toml", &full);
+    for machine in ["azusa16", "xeon2s"] {
+        fails_at_runtime(
+            &["sim", "workload", &f, "--machine", machine],
+            &[
+                "w.toml: program `w`: `regions`",
+                "limit of 16777216 page groups",
+                "launch.count",
+            ],
+        );
+    }
     fails_at_runtime(
         &["sim", "workload", "/dev/zero", "--sched", "o1"],
         &["/dev/zero: not a regular file"],

@@ -577,17 +577,20 @@ impl Kernel {
         }
         self.set_home_node(id, placement.home);
         let group = self.params.page_group_bytes;
+        let fits = self.count_page_groups(&prog.regions, &prog.name);
         let regions = prog
             .regions
             .iter()
             .map(|r| {
+                // Over the budget the run stops at the next event: no bookkeeping for it.
+                let bytes = if fits { r.bytes } else { 0 };
                 let policy = match (&r.policy, placement.home) {
                     (MemPolicy::FirstTouch, Some(h)) if placement.alloc_on_home => {
                         MemPolicy::Preferred(h)
                     }
                     (p, _) => p.clone(),
                 };
-                Region::new(&r.name, r.bytes, policy, group, nr_nodes)
+                Region::new(&r.name, bytes, policy, group, nr_nodes)
             })
             .collect();
         self.procs.push(Process {

@@ -296,6 +296,9 @@ pub struct Kernel {
     /// Steps the run has taken: phases the interpreter started plus events handled, against
     /// [`crate::budget::MAX_RUN_STEPS`].
     pub steps: u64,
+    /// Page groups of the regions of every process created so far, against
+    /// [`crate::budget::MAX_PAGE_GROUPS`].
+    pub page_groups: u64,
 }
 
 /// A broken bookkeeping rule found by [`Kernel::check_invariants`], with the items involved.
@@ -380,6 +383,30 @@ pub enum Fault {
 }
 
 impl Kernel {
+    /// Counts the page groups of a new process's regions against
+    /// [`crate::budget::MAX_PAGE_GROUPS`]; false (and the run stops with a fault naming
+    /// `program`) when they do not fit.
+    pub(crate) fn count_page_groups(
+        &mut self,
+        regions: &[crate::program::RegionSpec],
+        program: &str,
+    ) -> bool {
+        let group = self.params.page_group_bytes.max(1);
+        let n: u64 = regions.iter().map(|r| r.bytes.div_ceil(group).max(1)).sum();
+        let total = self.page_groups.saturating_add(n);
+        if total <= crate::budget::MAX_PAGE_GROUPS {
+            self.page_groups = total;
+            return true;
+        }
+        if self.fault.is_none() {
+            self.fault = Some(Fault::Memory {
+                program: program.to_string(),
+                error: crate::budget::page_groups(total, group),
+            });
+        }
+        false
+    }
+
     /// Counts one step against the run's budget: at most [`crate::budget::MAX_RUN_STEPS`] in
     /// all, and past the first [`crate::budget::STEPS_GRACE`], at most
     /// [`crate::budget::MAX_STEPS_PER_CPU_SECOND`] per CPU per simulated second. Past either,
@@ -503,6 +530,7 @@ impl Kernel {
             quiet: ticks::QuietTicks::new(nr_cpus),
             fault,
             steps: 0,
+            page_groups: 0,
         }
     }
 

@@ -249,6 +249,10 @@ fn workload_files_over_budget_or_without_progress() {
         let f = workload(dir, phases, count);
         fails_at_runtime(&["sim", "workload", &f, "--sched", "o1"], want);
     }
+}
+
+#[test]
+fn workload_memory_over_budget() {
     let big = WL
         .replace("PHASES", "{ touch = \"r\" }")
         .replace("COUNT", "1")

@@ -195,11 +195,9 @@ impl ProcDir {
                 Err(ProcError::io(&path(), e))
             }
         };
-        // Checked before opening (opening a device can have effects) and on the descriptor.
-        match nix::sys::stat::fstatat(&self.dir, name, nix::fcntl::AtFlags::empty()) {
-            Ok(st) => regular_mode(st.st_mode).map_err(|why| ProcError::parse(&path(), why))?,
-            Err(e) => return gone_or(e),
-        }
+        // O_NONBLOCK: a FIFO in a rooted tree cannot block the open; the descriptor is then
+        // checked to be a regular file. (No check before the open, as `open_regular` makes:
+        // this is the scanner's hot path, and the kernel's own files are never devices.)
         let fd = match openat(
             &self.dir,
             name,
@@ -452,20 +450,6 @@ pub(crate) fn read_kernel_text(path: &Path) -> Result<String, ProcError> {
     topo::input::read_kernel_file(path, MAX_KERNEL_FILE_BYTES)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(input_error)
-}
-
-/// Refuses a file mode other than a regular file, naming what it is.
-fn regular_mode(mode: libc::mode_t) -> Result<(), String> {
-    let what = match mode & libc::S_IFMT {
-        libc::S_IFREG => return Ok(()),
-        libc::S_IFIFO => "a FIFO",
-        libc::S_IFCHR => "a character device",
-        libc::S_IFBLK => "a block device",
-        libc::S_IFDIR => "a directory",
-        libc::S_IFSOCK => "a socket",
-        _ => "of an unknown type",
-    };
-    Err(format!("not a regular file ({what})"))
 }
 
 /// An input error as a [`ProcError`]: a refusal (not a regular file, too long) reads as a

@@ -59,14 +59,14 @@ pub struct NumaTestArgs {
     #[arg(long)]
     no_disturb: bool,
     /// Messages a hackbench receiver's socket holds before its senders block (0: no limit;
-    /// docs/MODEL.md §5).
+    /// docs/model/left-out.md).
     #[arg(long, default_value_t = NumaTestParams::default().hackbench_buffer_msgs)]
     socket_buffer: u32,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
     /// Shortest simulated time between two refreshes of memory contention: 0 (exact) after
-    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/MODEL.md §4).
+    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/model/memory-and-cost.md).
     #[arg(long, default_value = "0", value_parser = contention_period)]
     contention_period: sim::time::Ns,
     /// Leave out the per-job tables.
@@ -101,7 +101,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     json: bool,
     /// Shortest simulated time between two refreshes of memory contention: 0 (exact) after
-    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/MODEL.md §4).
+    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/model/memory-and-cost.md).
     #[arg(long, default_value = "0", value_parser = contention_period)]
     contention_period: sim::time::Ns,
     #[arg(long, default_value = "none", help = placement_help(
@@ -555,7 +555,7 @@ pub(crate) fn print_distances(t: &topo::Topology) -> Result<()> {
     Ok(())
 }
 
-/// The cost model's facts of a machine (docs/MODEL.md §4), one line per part: core, LLC,
+/// The cost model's facts of a machine (docs/model/memory-and-cost.md), one line per part: core, LLC,
 /// TLB and memory, so that a reader sees what a simulation on it assumes.
 fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
     let c = &t.cpu_model;

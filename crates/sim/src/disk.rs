@@ -26,7 +26,7 @@ pub struct DiskParams {
 }
 
 impl Default for DiskParams {
-    /// A late-1990s 10,000 rpm SCSI disk (docs/MODEL.md §7 gives the sources and what is
+    /// A late-1990s 10,000 rpm SCSI disk (docs/model/disks-and-loadavg.md gives the sources and what is
     /// assumed).
     fn default() -> Self {
         DiskParams {

@@ -1569,7 +1569,7 @@ fn slices(actions: &[Action]) -> Vec<(u32, u64)> {
 }
 
 /// Two numa_test-like jobs that share a CPU take EEVDF's 3 ms turns, and each turn begins by
-/// fetching again what the other evicted from the cache (docs/MODEL.md §4): a homed job whose
+/// fetching again what the other evicted from the cache (docs/model/memory-and-cost.md): a homed job whose
 /// threads never sleep and wait for their CPU part of the time gets a long slice with its
 /// home; one whose threads sleep, or that has its CPU to itself, gets none; the slice goes back
 /// when the threads start to sleep or run alone for good.

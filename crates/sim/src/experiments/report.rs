@@ -21,7 +21,7 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
     let _ = writeln!(
         md,
         "Machine `{}`, {} repetitions per cell, seed {}. Produced by `homenode experiments run {}`; \
-         every figure comes from the simulator's model (docs/MODEL.md), nothing is fitted to \
+         every figure comes from the simulator's model (docs/model/), nothing is fitted to \
          published results.\n",
         e.machine, e.reps, e.seed, e.name
     );

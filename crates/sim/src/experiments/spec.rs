@@ -153,7 +153,7 @@ pub struct MixSection {
     /// process per compile, fixed I/O sleeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disks: Option<u32>,
-    /// The disks' average seek, ms (default 6: docs/MODEL.md §7).
+    /// The disks' average seek, ms (default 6: docs/model/disks-and-loadavg.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seek_ms: Option<f64>,
     /// The disks' spindle speed (default 10,000 rpm).

@@ -8,7 +8,7 @@
 //! every running task goes, so the factors are found by a damped fixed-point iteration.
 //! Accesses to a cache line shared with other running threads of the process pay coherence
 //! stalls as the invalidation protocol moves the line between them ([`line_stalls`];
-//! docs/MODEL.md gives every parameter and its source).
+//! docs/model/ gives every parameter and its source).
 //!
 //! An in-order core stalls at the first use of a missing load, so its core cycles and its
 //! memory stalls add up. An out-of-order core (`cpu.out_of_order`) keeps issuing independent
@@ -447,7 +447,7 @@ pub fn op_profile(
 /// How many of a task's last runs on its LLC [`TurnHistory`] remembers.
 pub const TURN_RUNS: usize = 8;
 
-/// A task's last runs on the LLC it last used, newest first (MODEL.md §4, "Turns on a
+/// A task's last runs on the LLC it last used, newest first (docs/model/caches.md, "Turns on a
 /// cache"): per run, the bytes the others touched on the LLC between its previous run and
 /// this one, and the distinct bytes it touched itself. The LLC keeps the most recently
 /// touched bytes of everyone, so which of the task's lines are still there depends on how its
@@ -649,7 +649,7 @@ impl RefillLogs {
 }
 
 /// The stall of a task that comes back to its LLC after other tasks took turns on it, and
-/// the lines it fetches again (MODEL.md §4, "Turns on a cache").
+/// the lines it fetches again (docs/model/caches.md, "Turns on a cache").
 ///
 /// Alone, a fraction `h` of its random lines is in the cache (`op.cached_bytes` of
 /// `op.random_footprint`). Back after the others took their turns, it holds part of that
@@ -930,7 +930,7 @@ fn set_mapping(topo: &Topology) -> Option<SetMapping> {
 
 /// What address translation adds to each line an operation reads at random, ns, before the
 /// division by MLP: the share of those accesses that miss the machine's last-level data TLB
-/// times the cycles of a page walk (docs/MODEL.md §4, "TLB walks"). The TLB holds
+/// times the cycles of a page walk (docs/model/memory-and-cost.md, "TLB walks"). The TLB holds
 /// `tlb_entries` translations of base pages; accesses spread uniformly over `footprint`
 /// bytes of random regions find their page there with probability `entries x page /
 /// footprint` (an LRU or random-replacement TLB under uniform references), so a footprint
@@ -1021,7 +1021,7 @@ pub struct LineParty {
 }
 
 /// Expected coherence stall per access to a shared line, ns, for a member of each party
-/// (MESI/MOESI invalidation protocol; docs/MODEL.md §4 gives the derivation and sources).
+/// (MESI/MOESI invalidation protocol; docs/model/memory-and-cost.md gives the derivation and sources).
 ///
 /// A member holds the line from the moment it arrives until a conflicting access by another
 /// thread takes it away (for a reader: a write; for a writer: any access). Meanwhile its own

@@ -50,7 +50,7 @@ use topo::{CpuId, NodeId, Topology};
 /// every event that changes the running memory-bound work (exact). A period P > 0 keeps the
 /// rates of memory-bound tasks piecewise constant over up to P after such a change (a task
 /// that starts running is rated at once), which makes machines of hundreds of CPUs affordable
-/// at a cost in accuracy that docs/MODEL.md §4 measures (1 ms: numa_test within 0.2%, an
+/// at a cost in accuracy that docs/model/memory-and-cost.md measures (1 ms: numa_test within 0.2%, an
 /// oversubscribed oltp up to 2%).
 pub const CONTENTION_PERIOD: Ns = 0;
 

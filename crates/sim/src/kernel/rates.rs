@@ -492,7 +492,7 @@ impl Kernel {
     /// count of memory phases changed); the fixed point is solved on the memory nodes whose
     /// demands changed, closed under the demands that touch them; and a task is re-rated
     /// when its decomposition changed or a factor it depends on moved. Every other task's
-    /// rate is already the one a full refresh would give it (docs/MODEL.md §6).
+    /// rate is already the one a full refresh would give it (docs/model/performance.md).
     #[inline]
     pub(crate) fn refresh_contention(&mut self) {
         // Tested here, in the caller: most events change no memory-bound work, and the

@@ -265,7 +265,7 @@ fn a_wake_up_preemption_survives_a_contention_refresh() {
 }
 
 /// The contention refresh runs at most once per `contention_period` of simulated time, and
-/// the result stays close to a refresh after every switch (docs/MODEL.md §4 has the figures).
+/// the result stays close to a refresh after every switch (docs/model/memory-and-cost.md has the figures).
 #[test]
 fn contention_is_refreshed_at_most_once_per_period() {
     let topo = crate::common::machine(crate::common::SMALL);

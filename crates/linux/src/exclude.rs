@@ -633,7 +633,7 @@ mod tests {
         ));
     }
 
-    /// Issue 11: `perf bench numa` workers set their own affinity to every CPU; that is not
+    /// `perf bench numa` workers set their own affinity to every CPU; that is not
     /// someone pinning them, and the daemon homes them again.
     #[test]
     fn a_mask_widened_to_all_allowed_cpus_is_not_a_pin() {

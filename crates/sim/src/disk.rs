@@ -1,4 +1,4 @@
-//! Disks as FIFO servers (issue 16, item 2).
+//! Disks as FIFO servers.
 //!
 //! A request arrives with its service time (seek + rotation + transfer, computed by the
 //! workload from [`DiskParams`]) and is served after every request queued before it on the

@@ -175,7 +175,7 @@ fn damaged_trees_give_one_line_errors() {
     assert!(s.counters.scan_errors >= 1);
 }
 
-/// Issue 14: one bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
+/// One bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
 /// interval; and a daemon that gives up says so with an error (a non-zero exit).
 #[test]
 fn bad_lines_in_stat_and_vmstat_do_not_fail_the_interval() {

@@ -164,7 +164,7 @@ fn ring4() -> Topology {
     t
 }
 
-/// The VM rig's `with-balancing` (issue 11): four single-threaded 96 MiB hogs on four 2-CPU
+/// The VM rig's `with-balancing`: four single-threaded 96 MiB hogs on four 2-CPU
 /// nodes in a ring, which the kernel's NUMA balancing had mostly placed: pid 1 ran on node 3
 /// with 83% of its memory there, pid 3 on node 1 with 90% there, pid 4 on node 0 with all of
 /// its memory there, and pid 2 (memory on node 0) happened to run on node 3 at the scan.
@@ -458,7 +458,7 @@ fn busy_threads_count_as_a_cpu_each_when_looking_for_room() {
     assert_eq!(nodes, vec![0, 1, 2, 3], "{a:#?}");
 }
 
-/// Issue 11, from the VM rig's converge scenario on a loaded host: four busy memory hogs
+/// From the VM rig's converge scenario on a loaded host: four busy memory hogs
 /// (0.7 CPUs each) whose memory is all on node 0, running one per node where the kernel put
 /// them, while the guest, starved of CPU time, sees a CPU's worth of other work on every
 /// other node. Node 0 has room for two hogs, and measured load made it look no busier than
@@ -505,7 +505,7 @@ fn background_noise_below_a_busy_thread_leaves_room() {
     assert_eq!(homes(&a), vec![(1, vec![0]), (2, vec![1])], "{a:#?}");
 }
 
-/// Issue 11, from the VM rig: eight CPU-bound jobs on 4 nodes of 2 CPUs while a burst of
+/// From the VM rig: eight CPU-bound jobs on 4 nodes of 2 CPUs while a burst of
 /// message-passing threads keeps every node busy, three jobs' memory on node 0 and the
 /// others' on their own nodes. No node has room, and the "scores best" choice used to
 /// skip the balance rule: node 0 (nearest to the memory) took three jobs while other
@@ -994,7 +994,7 @@ fn new_homes_per_interval_are_bounded_largest_first() {
     assert_eq!(homes(&a).len(), 12, "{a:#?}");
 }
 
-/// Issue 11, from the VM rig (eight CPU-bound jobs on four 2-CPU nodes with a burst): jobs
+/// From the VM rig (eight CPU-bound jobs on four 2-CPU nodes with a burst): jobs
 /// squeezed onto one node each get less than `min_cpu`, so their CPU use alone made them
 /// look insignificant and they stayed unhomed, squeezed, for their whole run. Five such jobs
 /// on node 0 (0.4 CPUs each) that each waited 0.6 CPUs on its run queue (`schedstat`'s run
@@ -1050,7 +1050,7 @@ fn run_queue_wait_counts_a_squeezed_thread_as_busy() {
     assert!((procs[0].demand() - 4.0).abs() < 1e-9);
 }
 
-/// Issue 11, the VM rig at N = 4: a job ended up homed away from the node that held all of its
+/// The VM rig at N = 4: a job ended up homed away from the node that held all of its
 /// memory while that node had room, and `min_dwell_s` (60 s) outlived the job. Here a 1 GiB
 /// job gets node 1 because node 0, holding all its memory, is full at first; once node 0 has
 /// room, its home is corrected back to its memory after `correct_intervals` (2) decisions, not
@@ -1290,7 +1290,7 @@ fn deferring() -> HomenodePolicy {
     .expect("config")
 }
 
-/// The defaults with a migration budget of 256 MiB/s (the default until 2026-11-26): the
+/// The defaults with a migration budget of 256 MiB/s (an earlier default): the
 /// memory tests' figures are worked out for it, and test the budget's mechanics, not its size.
 fn budget_256() -> HomenodeConfig {
     HomenodeConfig {
@@ -1402,7 +1402,7 @@ fn a_kernel_slower_than_half_of_homenodes_pace_is_not_waited_for() {
     assert_eq!(moved_bytes(&a, 1), 256 * MIB, "{a:?}");
 }
 
-/// The VM rig's `numatest8` (issue 11): eight single-threaded jobs on four 2-CPU nodes during
+/// The VM rig's `numatest8`: eight single-threaded jobs on four 2-CPU nodes during
 /// a burst, homed over two decisions, ended 2/2/3/1. Used CPU and run-queue wait come from
 /// different reads (`stat`, `schedstat`) taken a little apart, so under a loaded guest a job
 /// measured 0.8 CPUs used and 0.8 waited: a demand of 1.6 CPUs from one thread, which can
@@ -1447,7 +1447,7 @@ fn one_thread_never_wants_more_than_one_cpu() {
     assert_eq!(per_node, [2, 2, 2, 2], "{a:#?}");
 }
 
-/// The VM rig's `numatest8` again (issue 11): eight jobs on four 2-CPU nodes during the
+/// The VM rig's `numatest8` again: eight jobs on four 2-CPU nodes during the
 /// burst. Node 2 showed idle time (under emulation a node's busy time is what the host gave
 /// its virtual CPUs) while every other node was saturated, so node 2 alone had room; three
 /// jobs whose memory was there were homed there in one decision, each seeing room after the
@@ -1517,7 +1517,7 @@ fn jobs_charged_to_one_node_at_the_scan_leave_no_phantom_room_there() {
     assert!((model.load[1] - 2.0).abs() < 1e-9, "{}", model.load[1]);
 }
 
-/// Issue 11, from the scoreboard's numa_test on epyc-nps4 at N = CPUs: the kernel had already
+/// From the scoreboard's numa_test on epyc-nps4 at N = CPUs: the kernel had already
 /// spread the jobs one per CPU, each beside its memory, and every job is homed in the same
 /// decision. Rule 1 judged evenness against the homes given so far, in size order, so a node's
 /// later holders were turned away while the other nodes' holders were still to come, took

@@ -1,6 +1,6 @@
 //! The markdown report and charts of a `[scoreboard]`: the headline table (per row the best
 //! configuration and where the focus stands against it and against the baseline), the two
-//! targets of issue 11 counted, then per row every configuration side by side (schedulers
+//! scoreboard's two targets counted, then per row every configuration side by side (schedulers
 //! down, placements across) with its chart.
 
 use super::scoreboard::ScoreboardSection;
@@ -170,7 +170,7 @@ fn headline(md: &mut String, r: &ScoreboardResults, s: &ScoreboardSection) {
         md,
         "\n\"focus vs best\": how much worse the focus is than the best (+ is worse). \"focus \
          vs baseline\": how much better the focus is than the baseline (+ is better).\n\n\
-         Targets of issue 11: the focus is the best or within one stddev of it in **{} of {}** \
+         Targets: the focus is the best or within one stddev of it in **{} of {}** \
          rows (target: all); it beats the baseline by more than one stddev in **{} of {}** \
          numa_test rows with N >= CPUs (target: at least half).\n",
         within.0, within.1, beats.0, beats.1

@@ -147,7 +147,7 @@ pub struct MixSection {
     pub jobs: u32,
     pub parallelism: u32,
     pub bonnies: u32,
-    /// Disks that the builds and the bonnie processes queue on (issue 16, item 2): with it,
+    /// Disks that the builds and the bonnie processes queue on: with it,
     /// compile jobs run as the 2.4 process pipeline (sh, gcc, cpp | cc1 | as) and I/O
     /// waits queue on the disks (docs/WORKLOADS.md); without it, the earlier model (one
     /// process per compile, fixed I/O sleeps).

@@ -173,7 +173,7 @@ program = "reader"
     (end("writer"), end("reader"), r.counters.send_blocks)
 }
 
-/// Socket buffers fill (issue 16): with room for 4 messages the sender blocks until the
+/// Socket buffers fill: with room for 4 messages the sender blocks until the
 /// reader, 100 ms late, takes some, so it cannot finish before the reader starts; unbounded
 /// (`buffer` 0) it is done long before.
 #[test]

@@ -1,6 +1,6 @@
 //! Rates of running tasks: the cost decomposition of each memory-bound task, cache shares,
 //! cache-line transfers, and the contention refresh that keeps every rate consistent with
-//! the memory traffic of all running tasks (see `cost.rs` for the model).
+//! the memory traffic of all running tasks (see `cost/` for the model).
 
 use super::contention;
 use super::cost;

@@ -1,4 +1,4 @@
-//! The incremental bookkeeping of the contention refresh (`rates.rs`): which CPU runs which
+//! The incremental bookkeeping of the contention refresh (`refresh.rs`): which CPU runs which
 //! memory-bound work as the last refresh saw it, which CPUs touch each memory node, how many
 //! memory phases run on each last-level cache, and which CPUs changed since.
 //!
@@ -143,7 +143,7 @@ impl ContentionIndex {
             self.dirty_bits[cpu / 64] &= !(1 << (cpu % 64));
             return;
         }
-        super::rates::extend_short(out, &self.dirty);
+        super::refresh::extend_short(out, &self.dirty);
         self.dirty.clear();
         out.sort_unstable();
         for &cpu in out.iter() {

@@ -175,6 +175,44 @@ fn damaged_trees_give_one_line_errors() {
     assert!(s.counters.scan_errors >= 1);
 }
 
+/// A FIFO or `/dev/zero` as the rooted tree's `/proc/stat`: each interval fails at once
+/// with one line naming it (the daemon neither blocks nor grows), so the loop goes on to
+/// see a stop request, and a daemon that keeps failing gives up.
+#[test]
+fn a_fifo_or_device_as_proc_stat_fails_the_interval_at_once() {
+    for what in ["fifo", "/dev/zero"] {
+        let tmp = copy_fixture("multinode-4n");
+        let stat = tmp.path().join("proc/stat");
+        let mut d = start(config(tmp.path())).expect("start");
+        std::fs::remove_file(&stat).expect("rm");
+        if what == "fifo" {
+            nix::unistd::mkfifo(&stat, nix::sys::stat::Mode::from_bits_truncate(0o600))
+                .expect("mkfifo");
+        } else {
+            std::os::unix::fs::symlink(what, &stat).expect("link");
+        }
+        let e = d.interval().expect_err(what).to_string();
+        assert!(
+            e.contains("proc/stat") && e.contains("not a regular file"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+
+        let run_dir = tempfile::tempdir().expect("tmp");
+        let mut c = config(tmp.path());
+        c.placement.interval_s = 0.05;
+        c.socket = run_dir.path().join("h.sock");
+        c.journal = run_dir.path().join("journal.json");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let e = linux::daemon::run(c, &stop, Some(50)).expect_err("gives up");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("proc/stat") && msg.contains("not a regular file"),
+            "{msg}"
+        );
+    }
+}
+
 /// One bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
 /// interval; and a daemon that gives up says so with an error (a non-zero exit).
 #[test]

@@ -159,6 +159,54 @@ pub fn time_chart(
     })
 }
 
+/// Scatter plot of `points` (x, y) on square axes from `-lim` to `lim` (the largest
+/// magnitude, rounded up), with the diagonal y = x and a band between y = x/2 and y = 2x.
+/// Each series is one colour of points.
+pub fn scatter_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<String, ChartError> {
+    let lim = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().flat_map(|p| [p.0.abs(), p.1.abs()])),
+    );
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    render(title, PLOT_W, &labels, |plot| {
+        let mut chart = frame(plot, title).build_cartesian_2d(-lim..lim, -lim..lim)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|v| fmt_tick(*v))
+            .y_label_formatter(&|v| fmt_tick(*v))
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .label_style((FONT, LABEL_PX))
+            .bold_line_style(GRID)
+            .light_line_style(TRANSPARENT)
+            .draw()?;
+        let grey = RGBColor(0x99, 0x99, 0x99);
+        chart.draw_series(LineSeries::new(
+            [(-lim, -lim), (lim, lim)],
+            grey.stroke_width(1),
+        ))?;
+        for k in [0.5, 2.0] {
+            let line = [(-lim, -lim * k), (lim, lim * k)];
+            chart.draw_series(LineSeries::new(line, GRID.stroke_width(1)))?;
+        }
+        for (i, s) in series.iter().enumerate() {
+            let style = colour(i).filled();
+            let pts = s
+                .points
+                .iter()
+                .filter(|p| p.0.is_finite() && p.1.is_finite());
+            chart.draw_series(pts.map(|&p| Circle::new(p, 4, style)))?;
+        }
+        Ok(())
+    })
+}
+
 /// Bar chart: one bar per entry, in order, with a min-max whisker where min < max. The key
 /// on the right names the bars by colour.
 pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> Result<String, ChartError> {

@@ -503,13 +503,13 @@ pub(super) fn check_name(name: &str) -> Result<(), ValueError> {
 }
 
 /// 1-based line of byte offset `at`.
-pub(super) fn line_of(text: &str, at: usize) -> usize {
+pub(crate) fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].matches('\n').count() + 1
 }
 
 /// The dotted key (`numa_test.tasks`) that line `line` (1-based) sets, or whose multi-line
 /// value it continues; `None` outside any `key = value`.
-pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
+pub(crate) fn key_at(text: &str, line: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let upto = line.checked_sub(1).filter(|&i| i < lines.len())?;
     let mut key = None;

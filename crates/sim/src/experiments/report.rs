@@ -134,10 +134,7 @@ fn numa_tables(
         header_row(md, "N", &scheds);
         let mut series: Vec<Series> = scheds
             .iter()
-            .map(|s| Series {
-                label: s.clone(),
-                points: Vec::new(),
-            })
+            .map(|s| Series::new(s.clone(), Vec::new()))
             .collect();
         for &t in &n.tasks {
             let _ = write!(md, "| {t} |");
@@ -146,6 +143,7 @@ fn numa_tables(
                     Some(c) => {
                         let v = metric_of(c, m);
                         series[i].points.push((f64::from(t), v.mean));
+                        series[i].whiskers.push((v.mean - v.std, v.mean + v.std));
                         let _ = write!(md, " {v} |");
                     }
                     None => md.push_str(" - |"),
@@ -156,7 +154,13 @@ fn numa_tables(
         let file = format!("{}.svg", m.key());
         let _ = writeln!(md, "\n{quiet}![{}]({file})\n", m.label());
         let _ = writeln!(md, "Model assumptions behind this table:\n\n{assume}");
-        let title = format!("{}: {} on {}", o.spec.name, m.label(), o.spec.machine);
+        let title = format!(
+            "{}: {} on {} (mean, whiskers +-1 stddev over {} repetitions)",
+            o.spec.name,
+            m.label(),
+            o.spec.machine,
+            o.spec.reps
+        );
         charts.push((file, line_chart(&title, "N (tasks)", "seconds", &series)?));
     }
     if let Some(base) = &n.gain_over {

@@ -118,13 +118,9 @@ fn light(
 
 fn tps(md: &mut String, charts: &mut Charts, r: &oltp::Oltp) -> Result<(), ChartError> {
     let file = format!("{}-tps.svg", r.machine);
-    let line = |label: &str, f: fn(&oltp::Row) -> f64| Series {
-        label: label.into(),
-        points: r
-            .rows
-            .iter()
-            .map(|x| (f64::from(x.threads), f(x)))
-            .collect(),
+    let line = |label: &str, f: fn(&oltp::Row) -> f64| {
+        let points = r.rows.iter().map(|x| (f64::from(x.threads), f(x)));
+        Series::new(label, points.collect())
     };
     // The second line is whichever mode the study compared with off.
     let series = [

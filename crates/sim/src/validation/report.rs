@@ -240,14 +240,8 @@ pub fn scatter(comparisons: &[Comparison]) -> Result<String, ChartError> {
         "published effect (%)",
         "simulated effect (%)",
         &[
-            Series {
-                label: "direction agrees".into(),
-                points: agree,
-            },
-            Series {
-                label: "direction differs".into(),
-                points: differ,
-            },
+            Series::new("direction agrees", agree),
+            Series::new("direction differs", differ),
         ],
     )
 }

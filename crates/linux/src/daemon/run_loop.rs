@@ -119,7 +119,7 @@ pub fn run_reloading(
             if let Some(at) = next_look.filter(|&at| at < next && Instant::now() >= at) {
                 if let Err(why) = take_look(&mut d, &mut summary) {
                     failures = MAX_FAILED_INTERVALS;
-                    last_error = why;
+                    last_error = why.to_string();
                     break;
                 }
                 // Behind schedule: the next look a period from now, no catching up.
@@ -188,7 +188,12 @@ fn log_start(d: &Daemon) {
 
 /// One first look between intervals, counted in `summary`. A look that fails is logged and
 /// left to the next interval; one that panics is an error (the caller restores and stops).
-fn take_look(d: &mut Daemon, summary: &mut RunSummary) -> Result<(), String> {
+/// A first look panicked: the loop restores everything and stops.
+#[derive(Debug, thiserror::Error)]
+#[error("a first look panicked")]
+struct LookPanicked;
+
+fn take_look(d: &mut Daemon, summary: &mut RunSummary) -> Result<(), LookPanicked> {
     let cpu0 = thread_cpu_s();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.look())) {
         Ok(Ok(found)) => {
@@ -200,7 +205,7 @@ fn take_look(d: &mut Daemon, summary: &mut RunSummary) -> Result<(), String> {
         Ok(Err(e)) => tracing::warn!("first look failed: {e}"),
         Err(_) => {
             tracing::error!("a first look panicked; restoring and stopping");
-            return Err("a first look panicked".into());
+            return Err(LookPanicked);
         }
     }
     Ok(())

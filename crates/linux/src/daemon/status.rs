@@ -360,11 +360,11 @@ fn answer(
     BufReader::new(&stream).read_line(&mut line)?;
     if let Some(req) = Request::parse(&line) {
         let answer = match (req, control) {
-            (Err(e), _) => serde_json::json!({ "error": e }),
+            (Err(e), _) => serde_json::json!({ "error": e.to_string() }),
             (Ok(_), None) => serde_json::json!({ "error": "this server takes no requests" }),
             (Ok(r), Some(c)) => match c.take(r) {
                 Ok(ok) => serde_json::json!({ "ok": ok }),
-                Err(e) => serde_json::json!({ "error": e }),
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
             },
         };
         return writeln!(w, "{answer}");

@@ -351,7 +351,7 @@ pub enum InvariantError {
     #[error("regions hold {placed} bytes but nodes account {used}")]
     RegionBytes { placed: u64, used: u64 },
     #[error("incremental contention state: {0}")]
-    Contention(String),
+    Contention(#[from] contention::ContentionMismatch),
     #[error("cpu {cpu} is quiet (skipping its balance ticks) but {why}")]
     QuietCpu { cpu: CpuId, why: &'static str },
 }

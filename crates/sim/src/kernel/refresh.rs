@@ -2,7 +2,7 @@
 //! traffic changed are solved again ([`cost::solve_nodes_into`], through the solve memo), and
 //! every task whose rate depends on them gets its new rate.
 
-use super::contention;
+use super::contention::{self, ContentionMismatch};
 use super::cost;
 use super::shared_lines::SharedLines;
 use super::solve_memo;
@@ -376,7 +376,7 @@ impl Kernel {
     /// event (through [`Kernel::check_invariants`]); the rebuilt decompositions and the full
     /// solve, which cost the machine, every 8th event only (a stale registration stays stale
     /// until it is marked, so it is still caught).
-    pub(super) fn check_contention(&self) -> Result<(), String> {
+    pub(super) fn check_contention(&self) -> Result<(), ContentionMismatch> {
         if self.contention_dirty {
             return Ok(());
         }
@@ -393,12 +393,20 @@ impl Kernel {
             });
             let (Some(t), Some(reg)) = (t, reg) else {
                 if t.is_some() || reg.is_some() {
-                    return Err(format!("cpu {c}: runs {t:?}, registered {reg:?}"));
+                    return Err(ContentionMismatch::Registration {
+                        cpu: c,
+                        runs: t,
+                        registered: reg.map(|r| r.task),
+                    });
                 }
                 continue;
             };
             if reg.task != t {
-                return Err(format!("cpu {c}: runs {t}, registered {}", reg.task));
+                return Err(ContentionMismatch::Registration {
+                    cpu: c,
+                    runs: Some(t),
+                    registered: Some(reg.task),
+                });
             }
             let rate = if self.tasks[t].work == PhaseWork::MemOps {
                 let op = match &self.tasks[t].op_cache {
@@ -406,7 +414,7 @@ impl Kernel {
                     _ => self.fresh_op(t)?,
                 };
                 if op.fp != reg.fp || op.nz != reg.nz {
-                    return Err(format!("task {t}: registered decomposition out of date"));
+                    return Err(ContentionMismatch::StaleDecomposition { task: t });
                 }
                 if deep {
                     demands.push(op.clone());
@@ -415,18 +423,20 @@ impl Kernel {
             } else {
                 let (to, rate, _) = self.touch_rate(t);
                 if reg.nz != [to] {
-                    return Err(format!(
-                        "task {t}: touches node {to}, registered {:?}",
-                        reg.nz
-                    ));
+                    return Err(ContentionMismatch::TouchNode {
+                        task: t,
+                        node: to,
+                        registered: reg.nz.to_vec(),
+                    });
                 }
                 rate
             };
             if rate.to_bits() != self.tasks[t].rate.to_bits() {
-                return Err(format!(
-                    "task {t}: rate {} but {rate} now",
-                    self.tasks[t].rate
-                ));
+                return Err(ContentionMismatch::Rate {
+                    task: t,
+                    kept: self.tasks[t].rate,
+                    now: rate,
+                });
             }
         }
         if !deep {
@@ -440,7 +450,11 @@ impl Kernel {
                 (q.remote[j], self.q.remote[j]),
             ] {
                 if (a - b).abs() > 1e-5 * b {
-                    return Err(format!("node {j}: factor {b}, the full solve gives {a}"));
+                    return Err(ContentionMismatch::Factor {
+                        node: j,
+                        kept: b,
+                        fresh: a,
+                    });
                 }
             }
         }
@@ -449,13 +463,13 @@ impl Kernel {
 
     /// `t`'s decomposition as a full refresh would build it now; an error if its cached one
     /// differs.
-    fn fresh_op(&self, t: TaskId) -> Result<&cost::LinearOp, String> {
+    fn fresh_op(&self, t: TaskId) -> Result<&cost::LinearOp, ContentionMismatch> {
         let task = &self.tasks[t];
         let Some(c) = &task.op_cache else {
-            return Err(format!("task {t}: no decomposition"));
+            return Err(ContentionMismatch::NoDecomposition { task: t });
         };
         let Phase::Memory { op, .. } = &self.workload.programs[task.program].phases[task.pc] else {
-            return Err(format!("task {t}: not in a memory phase"));
+            return Err(ContentionMismatch::NotInMemoryPhase { task: t });
         };
         let node = self.node_of(task.cpu);
         let share = self.cache_share(task.cpu);
@@ -467,7 +481,7 @@ impl Kernel {
         let regions = &self.procs[task.pid].regions;
         let want = cost::linear_op(&self.topo, op, regions, node, share, &xfer);
         if c.pc != task.pc || want.fp != c.op.fp || want.nz != c.op.nz {
-            return Err(format!("task {t}: decomposition out of date"));
+            return Err(ContentionMismatch::StaleDecomposition { task: t });
         }
         Ok(&c.op)
     }

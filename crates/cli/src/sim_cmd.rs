@@ -409,10 +409,14 @@ fn text_report(
 }
 
 /// `--contention-period`: a duration (`1ms`, `100us`, `0`; bare numbers are ms).
-fn contention_period(v: &str) -> Result<sim::time::Ns, String> {
-    sim::sched::parse_duration(v)
-        .ok_or_else(|| format!("`{v}` is not a duration (1ms, 100us, 0; bare numbers are ms)"))
+fn contention_period(v: &str) -> Result<sim::time::Ns, NotADuration> {
+    sim::sched::parse_duration(v).ok_or_else(|| NotADuration(v.to_string()))
 }
+
+/// A `--contention-period` value that is not a duration.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a duration (1ms, 100us, 0; bare numbers are ms)")]
+struct NotADuration(String);
 
 fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine_with_sets(&a.machine, &a.machine_set)?;

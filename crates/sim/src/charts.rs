@@ -191,8 +191,11 @@ pub fn scatter_chart(
             [(-lim, -lim), (lim, lim)],
             grey.stroke_width(1),
         ))?;
-        for k in [0.5, 2.0] {
-            let line = [(-lim, -lim * k), (lim, lim * k)];
+        // y = x/2 and y = 2x, each drawn only inside the square.
+        for line in [
+            [(-lim, -lim / 2.0), (lim, lim / 2.0)],
+            [(-lim / 2.0, -lim), (lim / 2.0, lim)],
+        ] {
             chart.draw_series(LineSeries::new(line, GRID.stroke_width(1)))?;
         }
         for (i, s) in series.iter().enumerate() {
@@ -428,6 +431,21 @@ mod tests {
         }
         // Each bar is filled with its own colour: #1F77B4, then #D62728.
         assert!(svg.contains("#1F77B4") && svg.contains("#D62728"), "{svg}");
+    }
+
+    #[test]
+    fn scatter_chart_draws_points_and_diagonal() {
+        let s = vec![Series {
+            label: "agrees".into(),
+            points: vec![(10.0, 12.0), (-20.0, -5.0), (f64::NAN, 1.0)],
+        }];
+        let svg = scatter_chart("effects", "published", "simulated", &s).unwrap();
+        assert_eq!(svg.matches("<circle").count(), 2, "NaN points are left out");
+        assert!(has_text(&svg, "effects") && has_text(&svg, "agrees"));
+        assert_eq!(
+            svg,
+            scatter_chart("effects", "published", "simulated", &s).unwrap()
+        );
     }
 
     #[test]

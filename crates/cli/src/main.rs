@@ -12,6 +12,7 @@ mod bench_cmd;
 mod docs_cmd;
 mod experiments_cmd;
 mod logging;
+mod progress;
 mod run_cmd;
 mod sim_cmd;
 mod validate_cmd;

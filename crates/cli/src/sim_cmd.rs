@@ -2,12 +2,10 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use policy::NodePolicy as _;
 use sim::numa_test::{self as nt, Matrix};
 use sim::sched::SchedSpec;
 use sim::workload::NumaTestParams;
-use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -260,14 +258,9 @@ fn numa_test_run(a: NumaTestArgs, topo: Arc<topo::Topology>, scheds: Vec<SchedSp
         params: size.apply(&base),
     };
     let total = (m.scheds.len() * m.tasks.len()) as u64 * u64::from(m.reps);
-    let bar = (!a.json && std::io::stderr().is_terminal() && total > 1).then(|| {
-        let b = ProgressBar::new(total);
-        b.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed} (eta {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = (!a.json && total > 1)
+        .then(|| crate::progress::bar(total, "runs"))
+        .flatten();
     let start = Instant::now();
     let tick = || {
         if let Some(b) = &bar {
@@ -366,7 +359,7 @@ fn text_report(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "numa_test on {} ({}): {}, hackbench {}, {} reps, seed {}",
+        "numa_test on {} ({}): {}, hackbench {}, {}, seed {}",
         topo.name,
         topo.description,
         size.describe(),
@@ -375,7 +368,7 @@ fn text_report(
         } else {
             "20 groups at 3 s"
         },
-        a.reps,
+        topo::count(a.reps, "rep"),
         a.seed
     );
     let mut seen = Vec::new();
@@ -401,8 +394,8 @@ fn text_report(
     }
     let _ = writeln!(
         s,
-        "== Summary: mean(stddev) in seconds over {} reps",
-        a.reps
+        "== Summary: mean(stddev) in seconds over {}",
+        topo::count(a.reps, "rep")
     );
     s.push_str(&nt::comparison_table(cells));
     s
@@ -689,10 +682,11 @@ pub(crate) fn set_threads(n: usize) -> Result<()> {
 fn stats_line(runs: u64, handled: f64, skipped: f64, simulated_s: f64, wall_s: f64) -> String {
     let (cpu_s, peak_mib) = process_cost();
     format!(
-        "stats: {runs} runs, {handled:.0} events handled (and {skipped:.0} idle ticks accounted \
+        "stats: {}, {handled:.0} events handled (and {skipped:.0} idle ticks accounted \
          in bulk), {simulated_s:.1} s simulated; {cpu_s:.2} CPU s ({wall_s:.2} s wall, {} worker \
          threads), {:.2} M events handled per CPU second, {:.4} CPU s per simulated s, peak \
          memory {peak_mib:.0} MiB",
+        topo::count(runs, "run"),
         rayon::current_num_threads(),
         handled / cpu_s.max(1e-9) / 1e6,
         cpu_s / simulated_s.max(1e-9),

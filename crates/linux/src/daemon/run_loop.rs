@@ -167,14 +167,14 @@ pub fn run_reloading(
 /// The daemon's first line: version, policy, interval, nodes, and whether it is a dry run.
 fn log_start(d: &Daemon) {
     tracing::info!(
-        "homenode {}: policy {}, interval {} s{}, {} nodes{}{}",
+        "homenode {}: policy {}, interval {} s{}, {}{}{}",
         env!("CARGO_PKG_VERSION"),
         d.cfg.policy,
         d.cfg.placement.interval_s,
         d.first_look_every()
             .map(|e| format!(" (first looks every {} s)", e.as_secs_f64()))
             .unwrap_or_default(),
-        d.host.nr_nodes(),
+        topo::count(d.host.nr_nodes(), "node"),
         if d.host.fake { " (fake NUMA)" } else { "" },
         if d.cfg.dry_run {
             ", dry run: nothing will be changed (the policy goes on as if its homes and \

@@ -83,16 +83,15 @@ pub fn tick(v: f64) -> String {
     }
 }
 
-/// A value written beside its bar: three significant figures, at most two decimals.
-pub fn value(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
+/// A value written beside its bar on an axis that spans `span`: with two decimals on an axis
+/// of less than 10, one below 100, none above, so close values stay apart.
+pub fn value(v: f64, span: f64) -> String {
+    let decimals = if span > 0.0 {
+        (2.0 - span.log10().floor()).clamp(0.0, 2.0) as usize
     } else {
-        format!("{v:.2}")
-    }
+        2
+    };
+    format!("{v:.decimals$}")
 }
 
 #[cfg(test)]
@@ -107,9 +106,10 @@ mod tests {
         assert_eq!(tick(0.25), "0.25");
         assert_eq!(tick(0.001), "0");
         assert_eq!(tick(1.999), "2");
-        assert_eq!(value(117.02), "117");
-        assert_eq!(value(21.96), "22.0");
-        assert_eq!(value(9.524), "9.52");
+        assert_eq!(value(117.02, 150.0), "117");
+        assert_eq!(value(21.96, 50.0), "22.0");
+        assert_eq!(value(9.524, 5.0), "9.52");
+        assert_eq!(value(105.5, 8.0), "105.50");
     }
 
     #[test]

@@ -37,9 +37,12 @@ pub fn bar_chart(title: &str, value_label: &str, bars: &[Bar]) -> Result<String,
         .map(|l| text::widest(l, LABEL_PX))
         .fold(0.0, f64::max)
         .ceil() as i32;
-    let values: Vec<String> = bars.iter().map(|b| axis::value(b.mean)).collect();
-    let value_w = text::widest(&values, LABEL_PX).ceil() as i32 + GAP;
     let x = ValueAxis::fit(bars.iter().flat_map(|b| [b.mean, b.min, b.max]));
+    let values: Vec<String> = bars
+        .iter()
+        .map(|b| axis::value(b.mean, x.hi - x.lo))
+        .collect();
+    let value_w = text::widest(&values, LABEL_PX).ceil() as i32 + GAP;
     let x_desc = x.describe(value_label);
     // Room left of the plot for the values of bars below 0.
     let below = if bars.iter().any(|b| b.mean < x.base()) {

@@ -210,11 +210,11 @@ fn common(t: &Topology) -> String {
     let n0 = &t.nodes[0];
     let _ = writeln!(
         s,
-        "- *Machine*: `{}`, {} nodes x {} CPUs at {:.0} MHz (docs/MACHINES.md), {} core: an \
+        "- *Machine*: `{}`, {} x {} at {:.0} MHz (docs/MACHINES.md), {} core: an \
          operation's core work and memory stalls {} (docs/model/memory-and-cost.md).",
         t.name,
-        t.nr_nodes(),
-        n0.cpus.count(),
+        topo::count(t.nr_nodes(), "node"),
+        topo::count(n0.cpus.count(), "CPU"),
         t.cpu_model.freq_mhz,
         if t.cpu_model.out_of_order {
             "out-of-order"

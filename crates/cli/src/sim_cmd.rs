@@ -430,7 +430,7 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     if let Some(p) = placement(&a.placement)? {
         sim = sim.with_placement(p.build()?);
     }
-    let r = sim.run().map_err(|e| anyhow!("{e}"))?;
+    let r = sim.run().map_err(|e| anyhow!("{}: {e}", a.file))?;
     if a.json {
         outln!("{}", workload_json(&a, &topo, &spec, &r)?);
         return Ok(());

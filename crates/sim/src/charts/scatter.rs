@@ -64,8 +64,11 @@ pub fn scatter_chart(
             [(-lim, -lim), (lim, lim)],
             FRAME.stroke_width(1),
         ))?;
-        for k in [0.5, 2.0] {
-            let line = [(-lim, -lim * k), (lim, lim * k)];
+        // y = x/2 and y = 2x, each drawn only inside the square.
+        for line in [
+            [(-lim, -lim / 2.0), (lim, lim / 2.0)],
+            [(-lim / 2.0, -lim), (lim / 2.0, lim)],
+        ] {
             chart.draw_series(LineSeries::new(line, GRID.stroke_width(1)))?;
         }
         super::frame(root, &chart.plotting_area().get_pixel_range())?;

@@ -347,3 +347,19 @@ fn a_scatter_is_square_around_zero_with_its_key_off_the_plot() {
     );
     assert_eq!(ticks.iter().filter(|t| *t == "150").count(), 2, "{ticks:?}");
 }
+
+#[test]
+fn a_scatter_leaves_out_points_it_cannot_place_and_repeats_its_bytes() {
+    let with_nan = vec![Series::new(
+        "agrees",
+        vec![(10.0, 12.0), (-20.0, -5.0), (f64::NAN, 1.0)],
+    )];
+    let without = vec![Series::new("agrees", vec![(10.0, 12.0), (-20.0, -5.0)])];
+    let a = scatter_chart("effects", "published", "simulated", &with_nan).unwrap();
+    let b = scatter_chart("effects", "published", "simulated", &without).unwrap();
+    assert_eq!(a, b, "a NaN point draws nothing");
+    assert_eq!(
+        a,
+        scatter_chart("effects", "published", "simulated", &with_nan).unwrap()
+    );
+}

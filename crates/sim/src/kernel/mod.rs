@@ -295,6 +295,12 @@ pub struct Kernel {
     pub quiet: ticks::QuietTicks,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
+    /// Steps the run has taken: phases the interpreter started plus events handled, against
+    /// [`crate::budget::MAX_RUN_STEPS`].
+    pub steps: u64,
+    /// Page groups of the regions of every process created so far, against
+    /// [`crate::budget::MAX_PAGE_GROUPS`].
+    pub page_groups: u64,
 }
 
 /// A broken bookkeeping rule found by [`Kernel::check_invariants`], with the items involved.
@@ -367,6 +373,10 @@ pub enum Fault {
         "program `{program}` ran {limit} phases in a row without simulated time passing (a loop whose body takes no time?)"
     )]
     NoProgress { program: String, limit: u64 },
+    #[error(
+        "the run takes more than {limit} (phases started and events handled; program `{program}` was running): lower the loop counts, task counts or length of the run, or make its shortest phases longer"
+    )]
+    TooMuchWork { program: String, limit: String },
     #[error("program `{program}`: {error}")]
     Memory {
         program: String,
@@ -375,6 +385,53 @@ pub enum Fault {
 }
 
 impl Kernel {
+    /// Counts the page groups of a new process's regions against
+    /// [`crate::budget::MAX_PAGE_GROUPS`]; false (and the run stops with a fault naming
+    /// `program`) when they do not fit.
+    pub(crate) fn count_page_groups(
+        &mut self,
+        regions: &[crate::program::RegionSpec],
+        program: &str,
+    ) -> bool {
+        let group = self.params.page_group_bytes.max(1);
+        let n: u64 = regions.iter().map(|r| r.bytes.div_ceil(group).max(1)).sum();
+        let total = self.page_groups.saturating_add(n);
+        if total <= crate::budget::MAX_PAGE_GROUPS {
+            self.page_groups = total;
+            return true;
+        }
+        if self.fault.is_none() {
+            self.fault = Some(Fault::Memory {
+                program: program.to_string(),
+                error: crate::budget::page_groups(total, group),
+            });
+        }
+        false
+    }
+
+    /// Counts one step against the run's budget: at most [`crate::budget::MAX_RUN_STEPS`] in
+    /// all, and past the first [`crate::budget::STEPS_GRACE`], at most
+    /// [`crate::budget::MAX_STEPS_PER_CPU_SECOND`] per CPU per simulated second. Past either,
+    /// the run stops with [`Fault::TooMuchWork`] naming the program of task `t` (if any).
+    pub(crate) fn count_step(&mut self, t: Option<TaskId>) {
+        use crate::budget::{MAX_RUN_STEPS, MAX_STEPS_PER_CPU_SECOND, STEPS_GRACE};
+        self.steps += 1;
+        if self.steps <= STEPS_GRACE || self.fault.is_some() {
+            return;
+        }
+        let per_s = self.steps as f64 * 1e9 / (self.now.max(1) as f64 * self.rqs.len() as f64);
+        let limit = if self.steps > MAX_RUN_STEPS {
+            format!("{MAX_RUN_STEPS} steps")
+        } else if per_s > MAX_STEPS_PER_CPU_SECOND as f64 {
+            format!("{MAX_STEPS_PER_CPU_SECOND} steps per CPU per simulated second")
+        } else {
+            return;
+        };
+        let program = t
+            .map(|t| self.workload.programs[self.tasks[t].program].name.clone())
+            .unwrap_or_default();
+        self.fault = Some(Fault::TooMuchWork { program, limit });
+    }
     pub fn new(
         topo: Arc<Topology>,
         workload: Arc<Workload>,
@@ -474,6 +531,8 @@ impl Kernel {
             seq: 0,
             quiet: ticks::QuietTicks::new(nr_cpus),
             fault,
+            steps: 0,
+            page_groups: 0,
         }
     }
 

@@ -137,6 +137,10 @@ pub struct Case {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loops: Option<u32>,
     pub metric: MetricKind,
+    /// Take the figure from this program's tasks only (its first start to its last exit, or
+    /// their user/system time) instead of the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     pub unit: String,
     /// Operations per run (time metrics) or work per run in `unit` x s (`rate`).
     #[serde(default = "one")]

@@ -79,17 +79,32 @@ fn one(case: &Case, c: &Config) -> Result<f64, String> {
     };
     let r = studies::run_placed(&topo, workload, &c.sched, placement.as_ref(), case.seed)
         .map_err(|e| e.to_string())?;
+    if let Some(p) = &case.program {
+        if !r.tasks.iter().any(|t| &t.program == p) {
+            return Err(format!("no task of program `{p}` in the run"));
+        }
+    }
     Ok(figure(case, &r))
 }
 
 /// The case's figure of one run, in its unit.
 pub fn figure(case: &Case, r: &RunResult) -> f64 {
-    let elapsed_s = r.end_ns as f64 / 1e9;
+    let mine = |t: &&crate::sim::TaskReport| case.program.as_ref().is_none_or(|p| &t.program == p);
+    let tasks: Vec<_> = r.tasks.iter().filter(mine).collect();
+    let elapsed_ns = match &case.program {
+        None => r.end_ns as f64,
+        Some(_) => {
+            let start = tasks.iter().map(|t| t.created).min().unwrap_or(0);
+            let end = tasks.iter().map(|t| t.exited).max().unwrap_or(0);
+            end.saturating_sub(start) as f64
+        }
+    };
+    let elapsed_s = elapsed_ns / 1e9;
     let seconds = match case.metric {
         MetricKind::Rate => return case.work / elapsed_s.max(1e-12),
         MetricKind::Elapsed => elapsed_s,
-        MetricKind::User => r.tasks.iter().map(|t| t.user_ns).sum::<f64>() / 1e9,
-        MetricKind::Sys => r.tasks.iter().map(|t| t.sys_ns).sum::<f64>() / 1e9,
+        MetricKind::User => tasks.iter().map(|t| t.user_ns).sum::<f64>() / 1e9,
+        MetricKind::Sys => tasks.iter().map(|t| t.sys_ns).sum::<f64>() / 1e9,
     };
     seconds / case.seconds_per_unit().unwrap_or(1.0) / case.work
 }

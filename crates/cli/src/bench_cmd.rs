@@ -5,9 +5,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use bench::numa_test::{self as bnt, Disturbance, NumaTestSet, RunConfig};
 use bench::{CpuNodeMap, Report, WorkerCommand};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use sim::numa_test as snt;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -197,17 +196,13 @@ fn check_sizes(size: u64, passes: u32, sample_ms: u64) -> Result<()> {
 }
 
 fn progress(total: u64, json: bool) -> Option<ProgressBar> {
-    (!json && std::io::stderr().is_terminal()).then(|| {
-        let b = ProgressBar::new(total);
-        b.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        // Runs last seconds: keep the clock moving (two wake-ups a second, next to the
-        // sampler's hundred).
-        b.enable_steady_tick(Duration::from_millis(500));
-        b
-    })
+    let b = (!json)
+        .then(|| crate::progress::bar(total, "runs"))
+        .flatten()?;
+    // Runs last seconds: keep the clock moving (two wake-ups a second, next to the
+    // sampler's hundred).
+    b.enable_steady_tick(Duration::from_millis(500));
+    Some(b)
 }
 
 /// Refuses bad arguments, and a bad daemon setting, before anything runs.
@@ -330,7 +325,10 @@ fn numa_test(a: NumaTestArgs) -> Result<()> {
         };
         outln!("{}", r.to_json());
     } else {
-        outln!("== Summary: mean(stddev) in seconds over {} reps", a.reps);
+        outln!(
+            "== Summary: mean(stddev) in seconds over {}",
+            topo::count(a.reps, "rep")
+        );
         out!("{}", snt::comparison_table(&cells));
     }
     Ok(())
@@ -389,8 +387,8 @@ fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
         .unwrap_or_else(|| "absent".into());
     let nodes = r.nodes.node_lists();
     let layout = format!(
-        "{} CPUs in {} {}node{} ({})",
-        r.nodes.cpus().len(),
+        "{} in {} {}node{} ({})",
+        topo::count(r.nodes.cpus().len(), "CPU"),
         nodes.len(),
         if r.nodes.is_fake() { "pseudo-" } else { "" },
         if nodes.len() == 1 { "" } else { "s" },
@@ -401,8 +399,12 @@ fn header(set: &NumaTestSet, a: &NumaTestArgs) -> String {
         Some(d) => d.describe(),
     };
     format!(
-        "numa_test on host (Linux {kernel}, {layout}, numa_balancing={nb}): PROBLEMSIZE {}, {} passes, hackbench {peak}, {} reps, seed {}, sampling every {} ms\n",
-        a.size, a.passes, a.reps, a.seed, a.sample_ms
+        "numa_test on host (Linux {kernel}, {layout}, numa_balancing={nb}): PROBLEMSIZE {}, {}, hackbench {peak}, {}, seed {}, sampling every {} ms\n",
+        a.size,
+        topo::count(a.passes, "pass"),
+        topo::count(a.reps, "rep"),
+        a.seed,
+        a.sample_ms
     )
 }
 

@@ -3,7 +3,6 @@
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use sim::experiments::{self, ExperimentSpec};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -76,6 +75,7 @@ fn run_some(all: &[ExperimentSpec], r: RunArgs) -> Result<()> {
         sim::budget::reps("--reps", f64::from(n)).map_err(|e| crate::usage(e.into()))?;
     }
     let start = Instant::now();
+    let command = command_line(std::env::args_os().skip(1));
     let mut docs = Vec::new();
     for e in &chosen {
         let out = match (&r.out, r.all) {
@@ -85,22 +85,30 @@ fn run_some(all: &[ExperimentSpec], r: RunArgs) -> Result<()> {
         };
         let t0 = Instant::now();
         let done = AtomicU64::new(0);
-        let verbose = std::io::stderr().is_terminal();
+        let bar = crate::progress::bar(experiments::planned_runs(e, r.reps), "runs");
+        if let Some(b) = &bar {
+            b.set_message(e.name.clone());
+        }
         let tick = || {
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if verbose && n % 10 == 0 {
-                eprint!("\r{}: {n} runs", e.name);
+            done.fetch_add(1, Ordering::Relaxed);
+            if let Some(b) = &bar {
+                b.inc(1);
+                // The plan is exact for the shipped kinds; a longer run stretches the bar.
+                if b.length().is_some_and(|l| b.position() > l) {
+                    b.set_length(b.position());
+                }
             }
         };
-        let o = experiments::run(e, r.reps, &tick)?;
+        let mut o = experiments::run(e, r.reps, &tick)?;
+        o.stamp(env!("CARGO_PKG_VERSION"), &command);
         write_files(&out, &o)?;
-        if verbose {
-            eprint!("\r");
+        if let Some(b) = bar {
+            b.finish_and_clear();
         }
         eprintln!(
-            "{}: {} runs in {:.1} s, report in {}",
+            "{}: {} in {:.1} s, report in {}",
             e.name,
-            done.load(Ordering::Relaxed),
+            topo::count(done.load(Ordering::Relaxed), "run"),
             t0.elapsed().as_secs_f64(),
             out.join("report.md").display()
         );
@@ -117,6 +125,27 @@ fn run_some(all: &[ExperimentSpec], r: RunArgs) -> Result<()> {
         eprintln!("all experiments: {:.1} s", start.elapsed().as_secs_f64());
     }
     Ok(())
+}
+
+/// The command line as typed, for the report: `homenode` and each argument, quoted for a
+/// POSIX shell where it holds anything but letters, digits and `-_./=:,+@%`.
+fn command_line(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    let mut out = String::from("homenode");
+    for a in args {
+        let a = a.to_string_lossy();
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        out.push(' ');
+        if plain {
+            out.push_str(&a);
+        } else {
+            out.push('\'');
+            out.push_str(&a.replace('\'', r"'\''"));
+            out.push('\'');
+        }
+    }
+    out
 }
 
 /// One JSON document for one experiment, an array for several.
@@ -140,4 +169,25 @@ fn write_files(dir: &Path, o: &experiments::Outcome) -> Result<()> {
         std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("{}: {e}", ctx(&p)))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_line;
+
+    #[test]
+    fn the_command_line_is_quoted_where_a_shell_needs_it() {
+        let args = [
+            "experiments",
+            "run",
+            "tx7-node-affine",
+            "--out",
+            "my dir/it's",
+        ];
+        assert_eq!(
+            command_line(args.iter().map(Into::into)),
+            r"homenode experiments run tx7-node-affine --out 'my dir/it'\''s'"
+        );
+        assert_eq!(command_line(["".into()].into_iter()), "homenode ''");
+    }
 }

@@ -29,11 +29,9 @@ pub fn escaping_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'stati
 }
 
 /// Installs the subscriber: `RUST_LOG` (e.g. `homenode=debug`) overrides the default `info`.
+/// Lines are coloured only on a terminal and without a non-empty `NO_COLOR`.
 pub fn init() {
-    init_with(
-        std::io::stderr,
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-    );
+    init_with(std::io::stderr, crate::progress::stderr_colour());
 }
 
 fn init_with<W>(writer: W, ansi: bool)

@@ -185,10 +185,10 @@ pub fn run(a: RunArgs) -> Result<()> {
     if a.restore {
         let r = daemon::restore_only(&cfg.journal, &cfg.root)?;
         eprintln!(
-            "homenode: restored {} threads' masks and {} threads' slices of {} processes ({} gone, {} left as they are)",
+            "homenode: restored {} threads' masks and {} threads' slices of {} ({} gone, {} left as they are)",
             r.threads_restored(),
             r.slices_restored(),
-            r.outcomes.len(),
+            topo::count(r.outcomes.len(), "process"),
             r.count(|o| matches!(o, linux::journal::RestoreOutcome::Gone)),
             r.count(|o| matches!(o, linux::journal::RestoreOutcome::Failed { .. })),
         );
@@ -216,11 +216,11 @@ pub fn run(a: RunArgs) -> Result<()> {
     let summary = daemon::run_reloading(cfg, &stop, a.intervals, Some(reload))?;
     let r = &summary.restore;
     tracing::info!(
-        "stopped after {} intervals; restored {} threads' masks and {} threads' slices of {} processes",
-        summary.intervals,
+        "stopped after {}; restored {} threads' masks and {} threads' slices of {}",
+        topo::count(summary.intervals, "interval"),
         r.threads_restored(),
         r.slices_restored(),
-        r.outcomes.len()
+        topo::count(r.outcomes.len(), "process")
     );
     if a.stats {
         let mut v = summary.cpu_per_interval_s.clone();
@@ -228,10 +228,10 @@ pub fn run(a: RunArgs) -> Result<()> {
         if let (Some(&max), false) = (v.last(), v.is_empty()) {
             let med = report::median(&v);
             eprintln!(
-                "daemon CPU per interval: median {:.3} ms, max {:.3} ms over {} intervals; {} took longer than the interval",
+                "daemon CPU per interval: median {:.3} ms, max {:.3} ms over {}; {} took longer than the interval",
                 med * 1e3,
                 max * 1e3,
-                v.len(),
+                topo::count(v.len(), "interval"),
                 summary.overruns
             );
         }
@@ -406,7 +406,7 @@ fn status_text(r: &daemon::status::StatusReport, wide: bool) -> String {
         "{}",
         fit(
             &format!(
-                "homenode {}: policy {}{}{}{}, {} intervals of {} s",
+                "homenode {}: policy {}{}{}{}, {} of {} s",
                 r.version,
                 r.policy,
                 if r.dry_run { " (dry run)" } else { "" },
@@ -418,7 +418,7 @@ fn status_text(r: &daemon::status::StatusReport, wide: bool) -> String {
                 } else {
                     ""
                 },
-                r.intervals,
+                topo::count(r.intervals, "interval"),
                 r.interval_s
             ),
             wide
@@ -426,8 +426,11 @@ fn status_text(r: &daemon::status::StatusReport, wide: bool) -> String {
     );
     let _ = writeln!(
         o,
-        "{} processes seen, {} looked at closely, last interval {:.2} ms CPU in {:.0} ms",
-        r.processes_seen, r.candidates, r.last_cpu_ms, r.last_wall_ms
+        "{} seen, {} looked at closely, last interval {:.2} ms CPU in {:.0} ms",
+        topo::count(r.processes_seen, "process"),
+        r.candidates,
+        r.last_cpu_ms,
+        r.last_wall_ms
     );
     let mut nodes = plain_table(wide);
     nodes.set_header(["node", "cpus", "busy CPUs", "free MiB", "homed"]);
@@ -499,9 +502,9 @@ pub fn topo(a: TopoArgs) -> Result<()> {
     let h = &host.host;
     let t = &h.topology;
     outln!(
-        "host: {} nodes, {} CPUs{}",
-        t.nr_nodes(),
-        t.nr_cpus(),
+        "host: {}, {}{}",
+        topo::count(t.nr_nodes(), "node"),
+        topo::count(t.nr_cpus(), "CPU"),
         if host.fake {
             " (fake NUMA: pseudo-nodes of one real node)"
         } else {

@@ -2,12 +2,10 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use policy::NodePolicy as _;
 use sim::numa_test::{self as nt, Matrix};
 use sim::sched::SchedSpec;
 use sim::workload::NumaTestParams;
-use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,14 +57,14 @@ pub struct NumaTestArgs {
     #[arg(long)]
     no_disturb: bool,
     /// Messages a hackbench receiver's socket holds before its senders block (0: no limit;
-    /// docs/MODEL.md §5).
+    /// docs/model/left-out.md).
     #[arg(long, default_value_t = NumaTestParams::default().hackbench_buffer_msgs)]
     socket_buffer: u32,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
     /// Shortest simulated time between two refreshes of memory contention: 0 (exact) after
-    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/MODEL.md §4).
+    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/model/memory-and-cost.md).
     #[arg(long, default_value = "0", value_parser = contention_period)]
     contention_period: sim::time::Ns,
     /// Leave out the per-job tables.
@@ -101,7 +99,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     json: bool,
     /// Shortest simulated time between two refreshes of memory contention: 0 (exact) after
-    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/MODEL.md §4).
+    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/model/memory-and-cost.md).
     #[arg(long, default_value = "0", value_parser = contention_period)]
     contention_period: sim::time::Ns,
     #[arg(long, default_value = "none", help = placement_help(
@@ -260,14 +258,9 @@ fn numa_test_run(a: NumaTestArgs, topo: Arc<topo::Topology>, scheds: Vec<SchedSp
         params: size.apply(&base),
     };
     let total = (m.scheds.len() * m.tasks.len()) as u64 * u64::from(m.reps);
-    let bar = (!a.json && std::io::stderr().is_terminal() && total > 1).then(|| {
-        let b = ProgressBar::new(total);
-        b.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed} (eta {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = (!a.json && total > 1)
+        .then(|| crate::progress::bar(total, "runs"))
+        .flatten();
     let start = Instant::now();
     let tick = || {
         if let Some(b) = &bar {
@@ -366,7 +359,7 @@ fn text_report(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "numa_test on {} ({}): {}, hackbench {}, {} reps, seed {}",
+        "numa_test on {} ({}): {}, hackbench {}, {}, seed {}",
         topo.name,
         topo.description,
         size.describe(),
@@ -375,7 +368,7 @@ fn text_report(
         } else {
             "20 groups at 3 s"
         },
-        a.reps,
+        topo::count(a.reps, "rep"),
         a.seed
     );
     let mut seen = Vec::new();
@@ -401,18 +394,22 @@ fn text_report(
     }
     let _ = writeln!(
         s,
-        "== Summary: mean(stddev) in seconds over {} reps",
-        a.reps
+        "== Summary: mean(stddev) in seconds over {}",
+        topo::count(a.reps, "rep")
     );
     s.push_str(&nt::comparison_table(cells));
     s
 }
 
 /// `--contention-period`: a duration (`1ms`, `100us`, `0`; bare numbers are ms).
-fn contention_period(v: &str) -> Result<sim::time::Ns, String> {
-    sim::sched::parse_duration(v)
-        .ok_or_else(|| format!("`{v}` is not a duration (1ms, 100us, 0; bare numbers are ms)"))
+fn contention_period(v: &str) -> Result<sim::time::Ns, NotADuration> {
+    sim::sched::parse_duration(v).ok_or_else(|| NotADuration(v.to_string()))
 }
+
+/// A `--contention-period` value that is not a duration.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a duration (1ms, 100us, 0; bare numbers are ms)")]
+struct NotADuration(String);
 
 fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine_with_sets(&a.machine, &a.machine_set)?;
@@ -555,7 +552,7 @@ pub(crate) fn print_distances(t: &topo::Topology) -> Result<()> {
     Ok(())
 }
 
-/// The cost model's facts of a machine (docs/MODEL.md §4), one line per part: core, LLC,
+/// The cost model's facts of a machine (docs/model/memory-and-cost.md), one line per part: core, LLC,
 /// TLB and memory, so that a reader sees what a simulation on it assumes.
 fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
     let c = &t.cpu_model;
@@ -685,10 +682,11 @@ pub(crate) fn set_threads(n: usize) -> Result<()> {
 fn stats_line(runs: u64, handled: f64, skipped: f64, simulated_s: f64, wall_s: f64) -> String {
     let (cpu_s, peak_mib) = process_cost();
     format!(
-        "stats: {runs} runs, {handled:.0} events handled (and {skipped:.0} idle ticks accounted \
+        "stats: {}, {handled:.0} events handled (and {skipped:.0} idle ticks accounted \
          in bulk), {simulated_s:.1} s simulated; {cpu_s:.2} CPU s ({wall_s:.2} s wall, {} worker \
          threads), {:.2} M events handled per CPU second, {:.4} CPU s per simulated s, peak \
          memory {peak_mib:.0} MiB",
+        topo::count(runs, "run"),
         rayon::current_num_threads(),
         handled / cpu_s.max(1e-9) / 1e6,
         cpu_s / simulated_s.max(1e-9),

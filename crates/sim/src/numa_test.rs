@@ -96,9 +96,12 @@ fn job_row(t: &crate::sim::TaskReport, nr_nodes: usize) -> JobRow {
 pub fn early_end_warning(c: &CellSummary, fix: &str) -> Option<String> {
     (c.jobs_ended_first > 0).then(|| {
         format!(
-            "warning: {} N={}: the jobs ended before hackbench did in {} of {} reps, so \
+            "warning: {} N={}: the jobs ended before hackbench did in {} of {}, so \
              ElapsedTime is hackbench's, not the jobs'; {fix}",
-            c.scheduler, c.tasks, c.jobs_ended_first, c.reps
+            c.scheduler,
+            c.tasks,
+            c.jobs_ended_first,
+            topo::count(c.reps, "rep")
         )
     })
 }

@@ -225,7 +225,11 @@ impl MachineSpec {
             })
             .collect();
         let description = if self.description.trim().is_empty() {
-            format!("{} nodes x {} CPUs", self.nodes, shape.cpn)
+            format!(
+                "{} x {}",
+                crate::count(self.nodes, "node"),
+                crate::count(shape.cpn, "CPU")
+            )
         } else {
             one_line(&self.description)
         };

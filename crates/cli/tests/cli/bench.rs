@@ -137,7 +137,7 @@ fn numa_test_text_report_with_a_small_load_peak() {
         "TotalUserTime",
         "TotalSysTime",
         "HackbenchTime",
-        "== Summary: mean(stddev) in seconds over 1 reps",
+        "== Summary: mean(stddev) in seconds over 1 rep",
     ] {
         assert!(out.contains(want), "`{want}` not in:\n{out}");
     }

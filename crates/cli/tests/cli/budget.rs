@@ -1,4 +1,4 @@
-//! Issue 14: inputs that used to exhaust memory or never end. Every one is refused with one
+//! Inputs that used to exhaust memory or never end. Every one is refused with one
 //! line naming the key (and file and line where there is one) and the limit, or stopped by
 //! the engine's own guards with one line naming the program.
 

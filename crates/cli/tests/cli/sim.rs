@@ -129,10 +129,10 @@ fn numa_test_warns_when_the_jobs_end_before_hackbench() {
     ];
     let text = ok(&args);
     assert!(
-        text.contains("PROBLEMSIZE 1000000, 1 passes (given)"),
+        text.contains("PROBLEMSIZE 1000000, 1 pass (given)"),
         "{text}"
     );
-    let warning = "warning: o1 N=2: the jobs ended before hackbench did in 1 of 1 reps, so \
+    let warning = "warning: o1 N=2: the jobs ended before hackbench did in 1 of 1 rep, so \
                    ElapsedTime is hackbench's, not the jobs'; raise --passes (now 1)";
     assert!(text.contains(warning), "{text}");
     let mut json = args.to_vec();

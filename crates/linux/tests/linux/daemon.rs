@@ -246,7 +246,7 @@ fn a_reload_from_a_fifo_is_refused_and_the_daemon_runs_on() {
     );
 }
 
-/// Issue 14: one bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
+/// One bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
 /// interval; and a daemon that gives up says so with an error (a non-zero exit).
 #[test]
 fn bad_lines_in_stat_and_vmstat_do_not_fail_the_interval() {

@@ -20,10 +20,11 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
     }
     let _ = writeln!(
         md,
-        "Machine `{}`, {} repetitions per cell, seed {}. Produced by `homenode experiments run {}`; \
-         every figure comes from the simulator's model (docs/MODEL.md), nothing is fitted to \
-         published results.\n",
-        e.machine, e.reps, e.seed, e.name
+        "Machine `{}`, {} per cell, seed {}. Every figure comes from the simulator's model \
+         (docs/model/), nothing is fitted to published results.\n",
+        e.machine,
+        topo::count(e.reps, "repetition"),
+        e.seed
     );
     if let Some(size) = &o.numa_size {
         numa_size(&mut md, o, size);
@@ -41,10 +42,19 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
     md.push('\n');
     let mut charts = Vec::new();
     if let Some(n) = &e.numa_test {
-        numa_tables(&mut md, &mut charts, o, n, topo)?;
+        numa_tables(&mut md, &mut charts, o, n)?;
         for r in &o.sweeps {
             sweep_table(&mut md, r);
         }
+        let _ = writeln!(
+            md,
+            "## Model assumptions
+
+The machine facts behind every table above:
+
+{}",
+            assumptions::memory_bound(topo)
+        );
     } else {
         let disks = e.mix.as_ref().and_then(|m| m.disks);
         let params = e
@@ -112,10 +122,8 @@ fn numa_tables(
     charts: &mut Vec<(String, String)>,
     o: &Outcome,
     n: &NumaTestSection,
-    topo: &Topology,
 ) -> Result<(), ChartError> {
     let scheds: Vec<String> = o.options.iter().map(|(s, _)| s.clone()).collect();
-    let assume = assumptions::memory_bound(topo);
     let quiet = if n.no_hackbench.is_empty() {
         String::new()
     } else {
@@ -134,10 +142,7 @@ fn numa_tables(
         header_row(md, "N", &scheds);
         let mut series: Vec<Series> = scheds
             .iter()
-            .map(|s| Series {
-                label: s.clone(),
-                points: Vec::new(),
-            })
+            .map(|s| Series::new(s.clone(), Vec::new()))
             .collect();
         for &t in &n.tasks {
             let _ = write!(md, "| {t} |");
@@ -146,6 +151,7 @@ fn numa_tables(
                     Some(c) => {
                         let v = metric_of(c, m);
                         series[i].points.push((f64::from(t), v.mean));
+                        series[i].whiskers.push((v.mean - v.std, v.mean + v.std));
                         let _ = write!(md, " {v} |");
                     }
                     None => md.push_str(" - |"),
@@ -155,12 +161,17 @@ fn numa_tables(
         }
         let file = format!("{}.svg", m.key());
         let _ = writeln!(md, "\n{quiet}![{}]({file})\n", m.label());
-        let _ = writeln!(md, "Model assumptions behind this table:\n\n{assume}");
-        let title = format!("{}: {} on {}", o.spec.name, m.label(), o.spec.machine);
+        let title = format!(
+            "{}: {} on {} (mean, whiskers +-1 stddev over {})",
+            o.spec.name,
+            m.label(),
+            o.spec.machine,
+            topo::count(o.spec.reps, "repetition")
+        );
         charts.push((file, line_chart(&title, "N (tasks)", "seconds", &series)?));
     }
     if let Some(base) = &n.gain_over {
-        gain_table(md, o, n, base, &scheds, &assume);
+        gain_table(md, o, n, base, &scheds);
     }
     Ok(())
 }
@@ -172,9 +183,9 @@ fn mix_sweep_table(md: &mut String, r: &super::mix_sweep::MixSweepResult) {
     let _ = writeln!(
         md,
         "## Sensitivity: disk model `{}`, mean build time [s] / load average during the \
-         builds, over {} repetitions\n\n{}\n",
+         builds, over {}\n\n{}\n",
         w.param,
-        w.reps,
+        topo::count(w.reps, "repetition"),
         w.why.trim()
     );
     let Some((_, first)) = r.rows.first() else {
@@ -204,11 +215,11 @@ fn sweep_table(md: &mut String, r: &super::sweep::SweepResult) {
     let w = &r.sweep;
     let _ = writeln!(
         md,
-        "## Sensitivity: `{}` of `{}`, {} [s], mean(stddev) over {} repetitions\n\n{}\n",
+        "## Sensitivity: `{}` of `{}`, {} [s], mean(stddev) over {}\n\n{}\n",
         w.option,
         w.scheduler,
         w.metric.label(),
-        w.reps,
+        topo::count(w.reps, "repetition"),
         w.why.trim()
     );
     let cols: Vec<String> = w.tasks.iter().map(|t| format!("N = {t}")).collect();
@@ -248,14 +259,7 @@ fn header_row(md: &mut String, first: &str, cols: &[String]) {
     md.push('\n');
 }
 
-fn gain_table(
-    md: &mut String,
-    o: &Outcome,
-    n: &NumaTestSection,
-    base: &str,
-    scheds: &[String],
-    assume: &str,
-) {
+fn gain_table(md: &mut String, o: &Outcome, n: &NumaTestSection, base: &str, scheds: &[String]) {
     let others: Vec<String> = scheds.iter().filter(|s| *s != base).cloned().collect();
     let _ = writeln!(
         md,
@@ -284,7 +288,7 @@ fn gain_table(
         }
         md.push('\n');
     }
-    let _ = writeln!(md, "\nModel assumptions behind this table:\n\n{assume}");
+    md.push('\n');
 }
 
 fn mix_table(

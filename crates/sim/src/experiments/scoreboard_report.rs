@@ -1,6 +1,6 @@
 //! The markdown report and charts of a `[scoreboard]`: the headline table (per row the best
 //! configuration and where the focus stands against it and against the baseline), the two
-//! targets of issue 11 counted, then per row every configuration side by side (schedulers
+//! targets counted, then per row every configuration side by side (schedulers
 //! down, placements across) with its chart.
 
 use super::scoreboard::ScoreboardSection;
@@ -62,9 +62,9 @@ pub fn write(
     let (bs, bp) = (&s.baseline[0], &s.baseline[1]);
     let _ = writeln!(
         md,
-        "Seed {}, {} repetitions per configuration (numa_test: repetitions; the studies: \
-         seeds). Produced by `homenode experiments run {}`; every figure comes from the \
-         simulator's model (docs/MODEL.md), nothing is fitted to a published or wished-for \
+        "Seed {}, {} per configuration (numa_test: repetitions; the studies: \
+         seeds). Every figure comes from the \
+         simulator's model (docs/model/), nothing is fitted to a published or wished-for \
          result. Every configuration of a row runs on the same seeds.\n\n\
          Configurations: CPU schedulers {} on every row, plus the historical schedulers of a \
          row's machine; each with placement {}. **Focus**: `{}`. **Baseline** (what a user \
@@ -76,8 +76,7 @@ pub fn write(
          cell. A convergence run that never converged counts as the watch length (the cell \
          says how many never did).\n",
         e.seed,
-        r.reps,
-        e.name,
+        topo::count(r.reps, "repetition"),
         list(&s.schedulers),
         list(&s.placements),
         label(fs, fp),
@@ -170,7 +169,7 @@ fn headline(md: &mut String, r: &ScoreboardResults, s: &ScoreboardSection) {
         md,
         "\n\"focus vs best\": how much worse the focus is than the best (+ is worse). \"focus \
          vs baseline\": how much better the focus is than the baseline (+ is better).\n\n\
-         Targets of issue 11: the focus is the best or within one stddev of it in **{} of {}** \
+         Targets: the focus is the best or within one stddev of it in **{} of {}** \
          rows (target: all); it beats the baseline by more than one stddev in **{} of {}** \
          numa_test rows with N >= CPUs (target: at least half).\n",
         within.0, within.1, beats.0, beats.1

@@ -121,7 +121,7 @@ impl Size {
         match self {
             Size::Tasks(n) => format!("N={n}"),
             Size::Shape(p, t) => format!("{p}x{t}"),
-            Size::Threads(n) => format!("{n} threads"),
+            Size::Threads(n) => topo::count(n, "thread"),
             Size::One => String::new(),
         }
     }
@@ -162,17 +162,16 @@ impl RunFigure {
     }
 }
 
-pub fn run(
-    s: &ScoreboardSection,
-    reps: u32,
-    seed: u64,
-    tick: &(dyn Fn() + Sync),
-) -> ScoreboardResults {
-    let placements: Vec<Option<PlacementSpec>> = s
-        .placements
+/// How many runs [`run`] makes: one per row, scheduler, placement and repetition.
+pub fn planned(s: &ScoreboardSection, reps: u32) -> u64 {
+    plans(s)
         .iter()
-        .map(|p| PlacementSpec::parse(p).ok().filter(|p| p.policy != "none"))
-        .collect();
+        .map(|p| (p.scheds.len() * s.placements.len()) as u64 * u64::from(reps))
+        .sum()
+}
+
+/// Every row of the board: each `[[scoreboard.rows]]` entry at each of its sizes.
+fn plans(s: &ScoreboardSection) -> Vec<RowPlan<'_>> {
     let mut plans = Vec::new();
     for g in &s.rows {
         let topo = studies::machine(&g.machine).map_err(|e| e.to_string());
@@ -207,6 +206,21 @@ pub fn run(
             });
         }
     }
+    plans
+}
+
+pub fn run(
+    s: &ScoreboardSection,
+    reps: u32,
+    seed: u64,
+    tick: &(dyn Fn() + Sync),
+) -> ScoreboardResults {
+    let placements: Vec<Option<PlacementSpec>> = s
+        .placements
+        .iter()
+        .map(|p| PlacementSpec::parse(p).ok().filter(|p| p.policy != "none"))
+        .collect();
+    let plans = plans(s);
     let mut jobs = Vec::new();
     for (ri, plan) in plans.iter().enumerate() {
         for (si, _) in plan.scheds.iter().enumerate() {

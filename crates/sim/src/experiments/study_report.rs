@@ -22,17 +22,15 @@ pub fn write(o: &Outcome, r: &StudyResults) -> Result<(String, Charts), ChartErr
     let machines = e.study.as_ref().map_or(vec![], |s| s.machines(&e.machine));
     let _ = writeln!(
         md,
-        "Machine(s) {}, seed {}. Produced by `homenode experiments run {}`; every figure comes \
-         from the simulator's model (docs/MODEL.md), nothing is fitted to published results. \
-         A study runs each configuration once with this seed: it has no repetitions, so \
+        "Machine(s) {}, seed {}. Every figure comes from the simulator's model \
+         (docs/model/), nothing is fitted to published results. A study runs each configuration once with this seed: it has no repetitions, so \
          `--reps` is ignored.\n",
         machines
             .iter()
             .map(|m| format!("`{m}`"))
             .collect::<Vec<_>>()
             .join(", "),
-        e.seed,
-        e.name
+        e.seed
     );
     params_table(&mut md, e);
     options_table(&mut md, o);
@@ -43,7 +41,22 @@ pub fn write(o: &Outcome, r: &StudyResults) -> Result<(String, Charts), ChartErr
         StudyResults::Autonuma(v) => v.iter().try_for_each(|x| numa(&mut md, &mut charts, x)),
         StudyResults::Convergence(v) => v.iter().try_for_each(|x| conv(&mut md, &mut charts, x)),
     }?;
+    assumptions_once(&mut md, &machines);
     Ok((md, charts))
+}
+
+/// The model assumptions, once per machine, after every table.
+fn assumptions_once(md: &mut String, machines: &[String]) {
+    for m in machines {
+        let text = topo::resolve_machine(m)
+            .map(|t| assumptions::numa_balancing(&t))
+            .unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "## Model assumptions on `{m}`\n\nThe machine facts behind the tables of `{m}` \
+             above:\n\n{text}"
+        );
+    }
 }
 
 fn params_table(md: &mut String, e: &ExperimentSpec) {
@@ -87,16 +100,12 @@ fn options_table(md: &mut String, o: &Outcome) {
     md.push('\n');
 }
 
-/// The study's table, its chart link and the assumptions, for machine `m`.
-fn section(md: &mut String, table: &str, m: &str, charts: &[&str]) {
+/// The study's table and its chart links.
+fn section(md: &mut String, table: &str, charts: &[&str]) {
     let _ = writeln!(md, "{table}");
     for c in charts {
         let _ = writeln!(md, "![{c}]({c})\n");
     }
-    let text = topo::resolve_machine(m)
-        .map(|t| assumptions::numa_balancing(&t))
-        .unwrap_or_default();
-    let _ = writeln!(md, "Model assumptions behind this table:\n\n{text}");
 }
 
 fn light(
@@ -112,19 +121,15 @@ fn light(
         .collect();
     let title = format!("light-load on {}: run time per numa_imbalance", r.machine);
     charts.push((file.clone(), bar_chart(&title, "seconds", &bars)?));
-    section(md, &r.to_markdown(), &r.machine, &[&file]);
+    section(md, &r.to_markdown(), &[&file]);
     Ok(())
 }
 
 fn tps(md: &mut String, charts: &mut Charts, r: &oltp::Oltp) -> Result<(), ChartError> {
     let file = format!("{}-tps.svg", r.machine);
-    let line = |label: &str, f: fn(&oltp::Row) -> f64| Series {
-        label: label.into(),
-        points: r
-            .rows
-            .iter()
-            .map(|x| (f64::from(x.threads), f(x)))
-            .collect(),
+    let line = |label: &str, f: fn(&oltp::Row) -> f64| {
+        let points = r.rows.iter().map(|x| (f64::from(x.threads), f(x)));
+        Series::new(label, points.collect())
     };
     // The second line is whichever mode the study compared with off.
     let series = [
@@ -136,7 +141,7 @@ fn tps(md: &mut String, charts: &mut Charts, r: &oltp::Oltp) -> Result<(), Chart
         file.clone(),
         line_chart(&title, "client threads", "tx/s", &series)?,
     ));
-    section(md, &r.to_markdown(), &r.machine, &[&file]);
+    section(md, &r.to_markdown(), &[&file]);
     Ok(())
 }
 
@@ -159,7 +164,7 @@ fn numa(md: &mut String, charts: &mut Charts, r: &autonuma::Autonuma) -> Result<
         files.push(f);
     }
     let refs: Vec<&str> = files.iter().map(String::as_str).collect();
-    section(md, &r.to_markdown(), &r.machine, &refs);
+    section(md, &r.to_markdown(), &refs);
     Ok(())
 }
 
@@ -180,7 +185,7 @@ fn conv(
         .collect();
     let title = format!("convergence on {}: time to converge", r.machine);
     charts.push((file.clone(), bar_chart(&title, "seconds", &bars)?));
-    section(md, &r.to_markdown(), &r.machine, &[&file]);
+    section(md, &r.to_markdown(), &[&file]);
     Ok(())
 }
 

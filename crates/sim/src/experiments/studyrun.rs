@@ -16,6 +16,21 @@ pub enum StudyResults {
     Convergence(Vec<convergence::Convergence>),
 }
 
+/// How many times [`run`] calls its `tick`: once per table row of every machine.
+pub fn planned(s: &StudySection, machine: &str) -> u64 {
+    let rows = match s.kind {
+        StudyKind::LightLoad => light_load::RULES.len(),
+        StudyKind::Oltp => 2 * s.oltp().0.len(),
+        // numa01 and numa02, each in every mode and under the two binds.
+        StudyKind::Autonuma => 2 * (autonuma::MODES.len() + 2),
+        StudyKind::Convergence => {
+            let (shapes, modes, ..) = s.convergence();
+            shapes.len() * modes.len()
+        }
+    };
+    (rows * s.machines(machine).len()) as u64
+}
+
 /// Run `s` on every machine; `tick` is called once per table row.
 pub fn run(
     s: &StudySection,

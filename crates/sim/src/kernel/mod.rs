@@ -20,10 +20,12 @@ mod numa;
 mod op_memo;
 pub mod pelt;
 mod rates;
+mod refresh;
 mod run;
 mod runlist;
 pub mod sched_api;
 mod sets;
+mod shared_lines;
 mod solve_memo;
 pub mod task;
 mod ticks;
@@ -50,7 +52,7 @@ use topo::{CpuId, NodeId, Topology};
 /// every event that changes the running memory-bound work (exact). A period P > 0 keeps the
 /// rates of memory-bound tasks piecewise constant over up to P after such a change (a task
 /// that starts running is rated at once), which makes machines of hundreds of CPUs affordable
-/// at a cost in accuracy that docs/MODEL.md §4 measures (1 ms: numa_test within 0.2%, an
+/// at a cost in accuracy that docs/model/memory-and-cost.md measures (1 ms: numa_test within 0.2%, an
 /// oversubscribed oltp up to 2%).
 pub const CONTENTION_PERIOD: Ns = 0;
 
@@ -253,7 +255,7 @@ pub struct Kernel {
     llc_touched: Vec<f64>,
     contention_dirty: bool,
     /// Shortest simulated time between two contention refreshes (0: after every event that
-    /// changed what runs); [`CONTENTION_PERIOD`] unless set. See `rates.rs`.
+    /// changed what runs); [`CONTENTION_PERIOD`] unless set. See `refresh.rs`.
     pub contention_period: Ns,
     /// No refresh before this time; one put off is pending as an event when `refresh_posted`.
     next_refresh_at: Ns,
@@ -261,7 +263,7 @@ pub struct Kernel {
     /// What the contention refresh saw on each CPU and which CPUs changed since
     /// (`contention.rs`).
     cx: contention::ContentionIndex,
-    refresh_scratch: Option<Box<rates::RefreshScratch>>,
+    refresh_scratch: Option<Box<refresh::RefreshScratch>>,
     /// Per-node fractions of a region while a cost decomposition is built (`rates.rs`).
     frac_scratch: Vec<f64>,
     /// Decompositions shared by tasks of one program on one node (`op_memo.rs`); boxed, as
@@ -355,7 +357,7 @@ pub enum InvariantError {
     #[error("regions hold {placed} bytes but nodes account {used}")]
     RegionBytes { placed: u64, used: u64 },
     #[error("incremental contention state: {0}")]
-    Contention(String),
+    Contention(#[from] contention::ContentionMismatch),
     #[error("cpu {cpu} is quiet (skipping its balance ticks) but {why}")]
     QuietCpu { cpu: CpuId, why: &'static str },
 }

@@ -54,9 +54,9 @@ impl JobSize {
     /// `PROBLEMSIZE 1000000, 100 passes (automatic)`.
     pub fn describe(&self) -> String {
         format!(
-            "PROBLEMSIZE {}, {} passes ({})",
+            "PROBLEMSIZE {}, {} ({})",
             self.problem_size,
-            self.passes,
+            topo::count(self.passes, "pass"),
             if self.auto { "automatic" } else { "given" }
         )
     }

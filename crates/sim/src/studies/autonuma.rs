@@ -183,14 +183,9 @@ impl MemSeries {
             .node_gib
             .iter()
             .enumerate()
-            .map(|(n, v)| Series {
-                label: format!("node {n}"),
-                points: self
-                    .times_s
-                    .iter()
-                    .copied()
-                    .zip(v.iter().copied())
-                    .collect(),
+            .map(|(n, v)| {
+                let points = self.times_s.iter().copied().zip(v.iter().copied());
+                Series::new(format!("node {n}"), points.collect())
             })
             .collect();
         let title = format!(

@@ -205,16 +205,39 @@ fn the_shipped_experiments_parse() {
     assert!(experiments::find(&all, "nope").is_err());
 }
 
+/// Runs `spec` and counts its runs (the calls of its tick).
+fn counted(spec: &ExperimentSpec, reps: Option<u32>) -> (experiments::Outcome, u64) {
+    let n = std::sync::atomic::AtomicU64::new(0);
+    let tick = || {
+        n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    let o = experiments::run(spec, reps, &tick).expect("run");
+    (o, n.into_inner())
+}
+
 #[test]
 fn an_experiment_run_is_reproducible_to_the_byte() {
     for text in [TINY, TINY_MIX] {
         let spec = ExperimentSpec::parse(text, "tiny.toml").expect("valid");
-        let a = experiments::run(&spec, None, &|| {}).expect("run");
+        let (a, runs) = counted(&spec, None);
+        assert_eq!(
+            runs,
+            experiments::planned_runs(&spec, None),
+            "{}",
+            spec.name
+        );
         let b = experiments::run(&spec, None, &|| {}).expect("run");
         assert_eq!(a.markdown, b.markdown);
         assert_eq!(a.json(), b.json());
         assert_eq!(a.charts, b.charts);
-        assert!(a.markdown.contains("Model assumptions"));
+        // The model assumptions come once, whatever the number of tables.
+        assert_eq!(
+            a.markdown.matches("Model assumptions").count(),
+            1,
+            "{}",
+            a.markdown
+        );
+        assert_eq!(a.markdown.matches("*Latency ratio*").count(), 1);
         assert!(a.charts.iter().all(|(_, svg)| svg.starts_with("<svg")));
         // Another seed gives other numbers.
         let mut other = spec.clone();
@@ -227,7 +250,8 @@ fn an_experiment_run_is_reproducible_to_the_byte() {
 #[test]
 fn reports_have_one_column_per_scheduler_and_the_options() {
     let spec = ExperimentSpec::parse(TINY, "tiny.toml").expect("valid");
-    let o = experiments::run(&spec, Some(1), &|| {}).expect("run");
+    let (o, runs) = counted(&spec, Some(1));
+    assert_eq!(runs, experiments::planned_runs(&spec, Some(1)));
     assert_eq!(o.numa_test.len(), 3 * 2);
     assert!(
         o.markdown
@@ -245,7 +269,7 @@ fn reports_have_one_column_per_scheduler_and_the_options() {
         o.markdown
     );
     assert!(o.json().contains("\"numa_size\""));
-    let warning = "warning: o1 N=2: the jobs ended before hackbench did in 1 of 1 reps, so \
+    let warning = "warning: o1 N=2: the jobs ended before hackbench did in 1 of 1 rep, so \
                    ElapsedTime is hackbench's, not the jobs'; raise `passes` in `[numa_test]` \
                    (now 100)";
     assert!(o.markdown.contains(warning), "{}", o.markdown);
@@ -356,10 +380,23 @@ fn a_study_experiment_reports_its_table_and_is_reproducible() {
     ];
     for (text, table) in TINY_STUDIES.iter().zip(want) {
         let spec = ExperimentSpec::parse(text, "tiny.toml").expect("valid");
-        let a = experiments::run(&spec, Some(5), &|| {}).expect("run");
+        let (a, runs) = counted(&spec, Some(5));
+        assert_eq!(
+            runs,
+            experiments::planned_runs(&spec, Some(5)),
+            "{}",
+            spec.name
+        );
         let b = experiments::run(&spec, None, &|| {}).expect("run");
         assert!(a.markdown.contains(table), "{}", a.markdown);
-        assert!(a.markdown.contains("Model assumptions behind this table"));
+        // The assumptions once per machine, after the tables.
+        let machines = spec.study.as_ref().expect("study").machines(&spec.machine);
+        assert_eq!(
+            a.markdown.matches("## Model assumptions on").count(),
+            machines.len(),
+            "{}",
+            a.markdown
+        );
         assert!(a.markdown.contains("## Parameters"));
         assert_eq!(a.markdown, b.markdown, "--reps is ignored by a study");
         assert_eq!(a.json(), b.json());
@@ -385,7 +422,7 @@ fn a_cut_study_says_what_was_cut() {
     assert!(o.charts.len() >= 2 * 7, "{}", o.charts.len());
 }
 
-/// Issue 16: a cell can run without hackbench in one column only (in the AzusA comparison
+/// A cell can run without hackbench in one column only (in the AzusA comparison
 /// only scheduler E's N = 64 column did); the other columns of that row keep it, and the
 /// rows not named are unchanged.
 #[test]
@@ -417,7 +454,7 @@ fn one_column_can_run_without_hackbench() {
     );
 }
 
-/// Issue 16: sensitivity sweeps. The row of the default value (`o1`'s `cache_decay`, 11 ms)
+/// Sensitivity sweeps. The row of the default value (`o1`'s `cache_decay`, 11 ms)
 /// reproduces the column's own cell (same spec, same seeds); a sweep of a column that does not exist is refused.
 #[test]
 fn a_sweep_row_at_the_default_reproduces_its_column() {

@@ -66,10 +66,21 @@ fn a_small_board_parses() {
     assert!(spec.machine.is_empty() && spec.schedulers.is_empty());
 }
 
+/// Runs `spec`, checking it makes as many runs as planned (what the progress bar counts to).
+fn run_as_planned(spec: &ExperimentSpec) -> experiments::Outcome {
+    let runs = std::sync::atomic::AtomicU64::new(0);
+    let tick = || {
+        runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    let a = experiments::run(spec, None, &tick).expect("run");
+    assert_eq!(runs.into_inner(), experiments::planned_runs(spec, None));
+    a
+}
+
 #[test]
 fn a_tiny_board_has_every_configuration_and_a_best_mark_and_is_reproducible() {
     let spec = ExperimentSpec::parse(TINY_BOARD, "tiny.toml").expect("valid");
-    let a = experiments::run(&spec, None, &|| {}).expect("run");
+    let a = run_as_planned(&spec);
     let r = a.scoreboard.as_ref().expect("scoreboard results");
     // numa_test: N=2 and N=4 (1 x 4 CPUs); then one row each.
     let sizes: Vec<(&str, &str)> = r

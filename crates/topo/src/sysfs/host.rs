@@ -376,8 +376,8 @@ fn facts_line(
     let total_mem: u64 = scaled.nodes.iter().map(|n| n.mem_bytes).sum();
     let mut line = vec![
         format!(
-            "{} CPUs ({})",
-            num.os_cpu.len(),
+            "{} ({})",
+            crate::count(num.os_cpu.len(), "CPU"),
             num.node_cpus
                 .iter()
                 .map(|s| s.count().to_string())

@@ -288,7 +288,10 @@ impl Actuator {
         let node_set: CpuSet = r.nodes.iter().copied().collect();
         journal.set_applied(r.key, back.clone(), node_set);
         Ok((
-            Outcome::Done(format!("{} threads set to CPUs {back}", set.set.len())),
+            Outcome::Done(format!(
+                "{} set to CPUs {back}",
+                topo::count(set.set.len(), "thread")
+            )),
             Some(back),
         ))
     }
@@ -537,8 +540,9 @@ impl Actuator {
             ),
             Ok(Some(m)) => (
                 Outcome::Done(format!(
-                    "{} pages moved, {} failed",
-                    m.pages_moved, m.pages_failed
+                    "{} moved, {} failed",
+                    topo::count(m.pages_moved, "page"),
+                    m.pages_failed
                 )),
                 m,
             ),

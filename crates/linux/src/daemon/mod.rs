@@ -282,9 +282,9 @@ impl Daemon {
         }
         let entries: Vec<_> = self.journal.entries().cloned().collect();
         tracing::warn!(
-            "journal {} holds {} processes from a previous run ({:?})",
+            "journal {} holds {} from a previous run ({:?})",
             self.cfg.journal.display(),
-            entries.len(),
+            topo::count(entries.len(), "process"),
             self.cfg.on_start
         );
         for e in entries {
@@ -1060,8 +1060,10 @@ fn log_restore(r: &RestoreReport) {
 /// What a restore did to a process's slices, for the log and the status table.
 pub fn describe_slice_restore(r: &crate::slice::SliceRestored) -> String {
     format!(
-        "{} threads given the kernel's default slice back ({} at another slice left so, {} gone)",
-        r.restored, r.left, r.gone
+        "{} given the kernel's default slice back ({} at another slice left so, {} gone)",
+        topo::count(r.restored, "thread"),
+        r.left,
+        r.gone
     )
 }
 

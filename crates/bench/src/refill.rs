@@ -1,5 +1,5 @@
 //! What one core pays to fetch again the lines of a random-access buffer after another task's
-//! turn on its cache evicted them: the per-line refill of the cost model (MODEL.md §4, "Turns
+//! turn on its cache evicted them: the per-line refill of the cost model (docs/model/caches.md, "Turns
 //! on a cache"), which it takes as a miss instead of a hit, `(latency - llc_latency) / MLP`,
 //! that is the probe's own `local_gather_ns - llc_gather_ns`.
 //!

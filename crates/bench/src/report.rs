@@ -61,10 +61,14 @@ impl Report {
         })
     }
 
-    /// Read and parse a report file.
+    /// Read and parse a report file (a regular file of at most
+    /// [`MAX_INPUT_BYTES`](topo::input::MAX_INPUT_BYTES)).
     pub fn read(path: &str) -> Result<Report, BenchError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BenchError::io(std::path::Path::new(path), e))?;
+        let p = std::path::Path::new(path);
+        let text = topo::input::read_input(p).map_err(|e| match e {
+            topo::input::InputError::Io { error, .. } => BenchError::io(p, error),
+            topo::input::InputError::Refused { why, .. } => BenchError::parse(p, why),
+        })?;
         Report::parse(&text, path)
     }
 

@@ -1,5 +1,5 @@
 //! What one line of a job's random array costs to fetch again after another job's turn on the
-//! same CPU: the cost model's `cpu.refill_ns` (MODEL.md §4, "Turns on a cache"), measured the
+//! same CPU: the cost model's `cpu.refill_ns` (docs/model/caches.md, "Turns on a cache"), measured the
 //! way the turns happen.
 //!
 //! The refill test ([`crate::refill`]) pushes a buffer out with one large sweep of the same

@@ -221,6 +221,7 @@ fn check_args(a: &NumaTestArgs) -> Result<()> {
     if a.reps == 0 {
         bail!("--reps must be at least 1");
     }
+    sim::budget::reps("--reps", f64::from(a.reps))?;
     if let Some(k) = a.test_kill_worker {
         if k == 0 || a.tasks.iter().all(|&n| k as u32 > n) {
             bail!("--test-kill-worker {k}: no such worker");

@@ -15,6 +15,7 @@ mod logging;
 mod progress;
 mod run_cmd;
 mod sim_cmd;
+mod validate_cmd;
 
 use anyhow::Result;
 use clap::{CommandFactory as _, Parser, Subcommand};
@@ -43,6 +44,8 @@ enum Cmd {
     Schedulers,
     /// The classic scheduler comparisons (experiments/*.toml): list, run, write reports.
     Experiments(experiments_cmd::ExperimentsArgs),
+    /// Run the validation set (validation/*.toml): published figures against the simulator.
+    Validate(validate_cmd::ValidateArgs),
     /// Benchmark this host: numa_test with per-node time, compared with a simulation.
     Bench(bench_cmd::BenchArgs),
     /// The placement daemon: give busy processes a home node on this host (root).
@@ -91,6 +94,7 @@ fn main() {
         Cmd::Completions(a) => docs_cmd::completions(&a, Cli::command()),
         Cmd::Topo(a) => run_cmd::topo(a),
         Cmd::Experiments(a) => experiments_cmd::run(a),
+        Cmd::Validate(a) => validate_cmd::run(a),
         Cmd::Machines { machine } => sim_cmd::machines(machine.as_deref()),
         Cmd::Schedulers => (|| -> Result<()> {
             for e in sim::sched::SCHEDULERS {

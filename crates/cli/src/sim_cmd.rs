@@ -57,14 +57,14 @@ pub struct NumaTestArgs {
     #[arg(long)]
     no_disturb: bool,
     /// Messages a hackbench receiver's socket holds before its senders block (0: no limit;
-    /// docs/MODEL.md §5).
+    /// docs/model/left-out.md).
     #[arg(long, default_value_t = NumaTestParams::default().hackbench_buffer_msgs)]
     socket_buffer: u32,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
     /// Shortest simulated time between two refreshes of memory contention: 0 (exact) after
-    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/MODEL.md §4).
+    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/model/memory-and-cost.md).
     #[arg(long, default_value = "0", value_parser = contention_period)]
     contention_period: sim::time::Ns,
     /// Leave out the per-job tables.
@@ -99,7 +99,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     json: bool,
     /// Shortest simulated time between two refreshes of memory contention: 0 (exact) after
-    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/MODEL.md §4).
+    /// every switch of memory-bound work; 1ms for machines of hundreds of CPUs (docs/model/memory-and-cost.md).
     #[arg(long, default_value = "0", value_parser = contention_period)]
     contention_period: sim::time::Ns,
     #[arg(long, default_value = "none", help = placement_help(
@@ -402,10 +402,14 @@ fn text_report(
 }
 
 /// `--contention-period`: a duration (`1ms`, `100us`, `0`; bare numbers are ms).
-fn contention_period(v: &str) -> Result<sim::time::Ns, String> {
-    sim::sched::parse_duration(v)
-        .ok_or_else(|| format!("`{v}` is not a duration (1ms, 100us, 0; bare numbers are ms)"))
+fn contention_period(v: &str) -> Result<sim::time::Ns, NotADuration> {
+    sim::sched::parse_duration(v).ok_or_else(|| NotADuration(v.to_string()))
 }
+
+/// A `--contention-period` value that is not a duration.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a duration (1ms, 100us, 0; bare numbers are ms)")]
+struct NotADuration(String);
 
 fn workload(a: WorkloadArgs) -> Result<()> {
     let topo = machine_with_sets(&a.machine, &a.machine_set)?;
@@ -419,7 +423,7 @@ fn workload(a: WorkloadArgs) -> Result<()> {
     if let Some(p) = placement(&a.placement)? {
         sim = sim.with_placement(p.build()?);
     }
-    let r = sim.run().map_err(|e| anyhow!("{e}"))?;
+    let r = sim.run().map_err(|e| anyhow!("{}: {e}", a.file))?;
     if a.json {
         outln!("{}", workload_json(&a, &topo, &spec, &r)?);
         return Ok(());
@@ -548,7 +552,7 @@ pub(crate) fn print_distances(t: &topo::Topology) -> Result<()> {
     Ok(())
 }
 
-/// The cost model's facts of a machine (docs/MODEL.md §4), one line per part: core, LLC,
+/// The cost model's facts of a machine (docs/model/memory-and-cost.md), one line per part: core, LLC,
 /// TLB and memory, so that a reader sees what a simulation on it assumes.
 fn cost_model_lines(t: &topo::Topology) -> Vec<String> {
     let c = &t.cpu_model;

@@ -14,3 +14,5 @@ mod experiments;
 mod run;
 #[path = "cli/sim.rs"]
 mod sim;
+#[path = "cli/validate.rs"]
+mod validate;

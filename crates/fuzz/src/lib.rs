@@ -11,6 +11,7 @@
 //! for N seconds and also reports slow inputs.
 
 pub mod mutate;
+pub mod special;
 pub mod targets;
 
 use std::path::{Path, PathBuf};
@@ -173,7 +174,7 @@ fn record(
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)? {
         let e = e?;

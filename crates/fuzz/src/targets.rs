@@ -103,6 +103,10 @@ fn experiment(b: &[u8]) {
     let _ = sim::experiments::ExperimentSpec::parse(&text(b), "fuzz.toml");
 }
 
+fn validation_case(b: &[u8]) {
+    let _ = sim::validation::Case::parse(&text(b), "validation/fuzz.toml", "fuzz");
+}
+
 fn specs(b: &[u8]) {
     let t = text(b);
     let _ = sim::sched::SchedSpec::parse_list(&t);
@@ -214,6 +218,18 @@ pub const TARGETS: &[Target] = &[
                 "experiments/wildfire-pmqs-vs-aa.toml",
                 "experiments/convergence.toml",
                 "experiments/light-load-2020.toml",
+            ],
+        },
+    },
+    Target {
+        name: "validation-case",
+        kind: Kind::Text {
+            parse: validation_case,
+            seeds: &[
+                "validation/icelake-line-transfer.toml",
+                "validation/rvr-pseudo-interleave-specjbb.toml",
+                "validation/zen3-stream-imbalance.toml",
+                "validation/amd-numab-disable.toml",
             ],
         },
     },

@@ -69,8 +69,9 @@
 //! that holds one rather than leave a slice it cannot undo.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -464,7 +465,10 @@ fn write_atomic(path: &Path, data: &[u8]) -> Result<(), JournalError> {
         f.sync_all().map_err(err("fsync temporary file"))?;
         drop(f);
         fs::rename(&tmp, path).map_err(err("rename over the journal"))?;
-        File::open(&dir)
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&dir)
             .and_then(|d| d.sync_all())
             .map_err(err("fsync directory"))
     })();

@@ -255,7 +255,7 @@ pub fn mems_allowed() -> Result<CpuSet, SysError> {
 mod tests {
     use super::*;
 
-    /// Issue 14: node lists are capped at the kernel's MAX_NUMNODES (a list up to 1,048,575
+    /// Node lists are capped at the kernel's MAX_NUMNODES (a list up to 1,048,575
     /// used to fill a 128 KiB mask bit by bit per line).
     #[test]
     fn node_lists_stop_at_max_numnodes() {

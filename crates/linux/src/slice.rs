@@ -440,7 +440,7 @@ pub struct SliceRestored {
 /// is one of `ours` (the slices homenode gave it), and clears the `SCHED_FLAG_RESET_ON_FORK`
 /// that homenode set with it; every other thread is left as it is.
 /// Lists `task/` again until no new thread appears: a thread born during the pass from one
-/// that has homenode's slice without the flag (given by a homenode before 2026-11-26) inherits
+/// that has homenode's slice without the flag (given by an older homenode) inherits
 /// the slice. `Gone` when the process has exited.
 pub fn restore_threads_slice(
     dir: &ProcDir,

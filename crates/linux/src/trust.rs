@@ -147,7 +147,7 @@ fn check_parent(parent: &Path, euid: u32) -> Result<(), TrustError> {
 /// most [`MAX_FILE_BYTES`], owned by root or the daemon's user and not writable by group or
 /// others.
 pub fn read_config(path: &Path) -> Result<String, TrustError> {
-    let f = File::open(path).map_err(io_err(path, "cannot read"))?;
+    let f = open_regular(path, 0)?;
     String::from_utf8(read_checked(path, f)?).map_err(|e| {
         refused(
             path,
@@ -160,18 +160,23 @@ pub fn read_config(path: &Path) -> Result<String, TrustError> {
 /// symbolic link is refused outright (`O_NOFOLLOW`). Returns the bytes: whether they are
 /// valid is the caller's to judge.
 pub fn read_state(path: &Path) -> Result<Vec<u8>, TrustError> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| link_or(path, e, "cannot read"))?;
+    let f = open_regular(path, libc::O_NOFOLLOW)?;
     read_checked(path, f)
+}
+
+/// Opens a regular file for reading without blocking on a FIFO or touching a device
+/// ([`topo::input::open_regular_with`]).
+fn open_regular(path: &Path, flags: i32) -> Result<File, TrustError> {
+    topo::input::open_regular_with(path, flags).map_err(|e| match e {
+        topo::input::InputError::Io { error, .. } => link_or(path, error, "cannot read"),
+        topo::input::InputError::Refused { why, .. } => refused(path, why),
+    })
 }
 
 fn read_checked(path: &Path, f: File) -> Result<Vec<u8>, TrustError> {
     let meta = f.metadata().map_err(io_err(path, "cannot stat"))?;
     if !meta.is_file() {
-        return Err(refused(path, "not a regular file".into()));
+        return Err(refused(path, not_regular(meta.file_type())));
     }
     check_owner_and_mode(path, &meta, effective_uid(), "file")?;
     if meta.len() > MAX_FILE_BYTES {
@@ -188,6 +193,11 @@ fn read_checked(path: &Path, f: File) -> Result<Vec<u8>, TrustError> {
         .read_to_end(&mut bytes)
         .map_err(io_err(path, "cannot read"))?;
     Ok(bytes)
+}
+
+/// "not a regular file (a FIFO)" and the like.
+fn not_regular(t: std::fs::FileType) -> String {
+    format!("not a regular file ({})", topo::input::file_kind(t))
 }
 
 /// `ELOOP` from an `O_NOFOLLOW` open means the last component is a symbolic link.
@@ -214,17 +224,27 @@ pub fn create_new(path: &Path) -> Result<File, TrustError> {
 /// file, without following a link; the file must be a regular file the daemon's user or root
 /// owns.
 pub fn open_persistent(path: &Path) -> Result<File, TrustError> {
+    // A FIFO or a device already there is refused before it is opened; O_NONBLOCK keeps one
+    // swapped in afterwards from blocking the open, and the descriptor is checked below.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            return Err(refused(path, "it is a symbolic link".into()));
+        }
+        if !meta.is_file() {
+            return Err(refused(path, not_regular(meta.file_type())));
+        }
+    }
     let f = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .mode(0o600)
         .open(path)
         .map_err(|e| link_or(path, e, "cannot open"))?;
     let meta = f.metadata().map_err(io_err(path, "cannot stat"))?;
     if !meta.is_file() {
-        return Err(refused(path, "not a regular file".into()));
+        return Err(refused(path, not_regular(meta.file_type())));
     }
     check_owner_and_mode(path, &meta, effective_uid(), "file")?;
     Ok(f)
@@ -320,6 +340,31 @@ mod tests {
         let e = open_persistent(&dangling).expect_err("dangling link");
         assert!(e.to_string().contains("symbolic link"), "{e}");
         assert!(!d.path().join("made-by-root").exists());
+    }
+
+    /// A FIFO as the configuration, the journal or its lock: without the checks the open
+    /// blocks until someone writes to it (forever, for a daemon at start or on SIGHUP).
+    #[test]
+    fn fifos_are_refused_without_blocking() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("homenode.toml");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+        for e in [
+            read_config(&p).expect_err("config"),
+            read_state(&p).expect_err("journal"),
+            open_persistent(&p).expect_err("lock"),
+        ] {
+            assert_eq!(
+                e.to_string(),
+                format!("{}: refused: not a regular file (a FIFO)", p.display())
+            );
+        }
+        let link = d.path().join("link.toml");
+        std::os::unix::fs::symlink(&p, &link).expect("link");
+        let e = read_config(&link).expect_err("link to a FIFO");
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        let e = open_persistent(Path::new("/dev/null")).expect_err("device");
+        assert!(e.to_string().contains("a character device"), "{e}");
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!    process's peak resident memory after the machine's runs (the machines grow, so it is
 //!    the largest one's). `ENGINE_BENCH_PASSES` (default 20) sets numa_test's passes, so the
 //!    simulated time (300: about a minute, the regime). Each machine runs with every
-//!    contention refresh period in `ENGINE_BENCH_PERIODS` (default `0,1ms`; docs/MODEL.md §4).
+//!    contention refresh period in `ENGINE_BENCH_PERIODS` (default `0,1ms`; docs/model/memory-and-cost.md).
 //!
 //! `ENGINE_BENCH_PART=1` or `=2` runs one part only.
 

@@ -1,7 +1,8 @@
 //! Every chart the simulator writes, drawn with `plotters` on its SVG backend: line charts of
 //! one value against evenly placed x values (N, client threads) with whiskers for the
 //! repetitions' spread ([`line_chart`]), line charts against time ([`time_chart`]), and bar
-//! charts drawn across with labelled bars and whiskers ([`bar_chart`]).
+//! charts drawn across with labelled bars and whiskers ([`bar_chart`]), and scatter plots of
+//! one figure against another with the diagonal ([`scatter_chart`]).
 //!
 //! Readable at any number of series: twelve colours, five markers and three line patterns
 //! ([`style`]); the key stands beside the plot and the canvas grows to hold it; titles and
@@ -15,6 +16,7 @@ mod axis;
 mod bar;
 mod legend;
 mod line;
+mod scatter;
 mod style;
 #[cfg(test)]
 mod tests;
@@ -22,6 +24,7 @@ mod text;
 
 pub use bar::bar_chart;
 pub use line::{line_chart, time_chart};
+pub use scatter::scatter_chart;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;

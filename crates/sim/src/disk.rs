@@ -1,4 +1,4 @@
-//! Disks as FIFO servers (issue 16, item 2).
+//! Disks as FIFO servers.
 //!
 //! A request arrives with its service time (seek + rotation + transfer, computed by the
 //! workload from [`DiskParams`]) and is served after every request queued before it on the
@@ -26,7 +26,7 @@ pub struct DiskParams {
 }
 
 impl Default for DiskParams {
-    /// A late-1990s 10,000 rpm SCSI disk (docs/MODEL.md §7 gives the sources and what is
+    /// A late-1990s 10,000 rpm SCSI disk (docs/model/disks-and-loadavg.md gives the sources and what is
     /// assumed).
     fn default() -> Self {
         DiskParams {

@@ -27,6 +27,7 @@ pub mod sched;
 pub mod sim;
 pub mod studies;
 pub mod time;
+pub mod validation;
 pub mod workload;
 
 pub use placement::{Placement, PlacementError, PlacementSpec};

@@ -1,4 +1,4 @@
-//! The kernel's load average (`kernel/timer.c`, `calc_load`, 2.4 and 2.5), issue 16 item 2.
+//! The kernel's load average (`kernel/timer.c`, `calc_load`, 2.4 and 2.5).
 //!
 //! Every `LOAD_FREQ` (5 s) the kernel counts the active tasks, those running or runnable and
 //! those in uninterruptible sleep (in the model: waiting for a disk, [`crate::disk`]), and

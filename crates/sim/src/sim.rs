@@ -26,6 +26,9 @@ pub enum RunError {
     Stuck { at_ns: u64, live: usize },
     #[error(transparent)]
     Fault(Box<crate::kernel::Fault>),
+    /// Refused before the run: more work than the budget allows ([`crate::budget`]).
+    #[error(transparent)]
+    Budget(Box<crate::budget::BudgetError>),
     #[error(
         "simulation makes no progress at {at_ns} ns: {limit} events without simulated time passing (programs running: {programs})"
     )]
@@ -34,6 +37,12 @@ pub enum RunError {
         limit: u64,
         programs: String,
     },
+}
+
+impl From<crate::budget::BudgetError> for RunError {
+    fn from(e: crate::budget::BudgetError) -> Self {
+        RunError::Budget(Box::new(e))
+    }
 }
 
 impl From<crate::kernel::Fault> for RunError {
@@ -230,6 +239,7 @@ impl Sim {
             return Ok(true);
         }
         self.k.events.handled += 1;
+        self.k.count_step(None);
         match ev {
             Event::CpuBoundary { cpu, .. } => self.k.on_boundary(s, cpu as usize),
             Event::Balance { cpu, .. } => self.k.on_balance(s, cpu as usize),
@@ -300,8 +310,10 @@ impl Sim {
         }
     }
 
-    /// Run to completion.
+    /// Run to completion. A workload whose launches alone start more phases than the run's
+    /// budget allows ([`crate::budget::check_workload_steps`]) is refused before the first.
     pub fn run(mut self) -> Result<RunResult, RunError> {
+        crate::budget::check_workload_steps(&self.k.workload)?;
         while self.step()? {}
         Ok(self.finish())
     }

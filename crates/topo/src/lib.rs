@@ -83,29 +83,29 @@ pub struct CpuModel {
     pub store_buffer: u32,
     /// The core issues past a load that misses (out-of-order execution): one operation's core
     /// work and its memory stalls overlap, and it costs the longest of them rather than their
-    /// sum (docs/MODEL.md §4, "Overlap"). `false`: an in-order core that stalls at the first
+    /// sum (docs/model/memory-and-cost.md, "Overlap"). `false`: an in-order core that stalls at the first
     /// use of a missing load, so the parts add up.
     pub out_of_order: bool,
     /// ns to fetch again one line of a random region that another task's turn on the cache
     /// evicted, from local memory, TLB walks included (measured by `homenode bench probe`);
-    /// `None`: a miss instead of a hit (docs/MODEL.md §4, "Turns on a cache").
+    /// `None`: a miss instead of a hit (docs/model/caches.md, "Turns on a cache").
     pub refill_ns: Option<f64>,
     /// The share of a stream's lines that take a place in the last-level cache as any line
-    /// would, from 0 to 1 (docs/MODEL.md §4, "A task's streams in its cache"). 1: an LRU cache
+    /// would, from 0 to 1 (docs/model/caches.md, "A task's streams in its cache"). 1: an LRU cache
     /// (or an approximation of one) that keeps the lines streamed through as recently used,
     /// so they push out the random data; 0: a scan-resistant cache that inserts them where
     /// they leave first (the simulator's `kernel::lru`).
     pub llc_stream_share: f64,
     /// Ways of the last-level cache: lines per set, each set filled from the pages that land
-    /// on it (docs/MODEL.md §4, "Sets"); `None`: fully associative.
+    /// on it (docs/model/caches.md, "Sets"); `None`: fully associative.
     pub llc_ways: Option<u32>,
     /// Each CPU holds its own part of the LLC, `llc_bytes` of it, and no other CPU's tasks
     /// use or evict it (a guest's vCPUs on separate parts of the host's cache, say), though
     /// the scheduler sees one shared LLC; `false`: the CPUs of an LLC share all of it
-    /// (docs/MODEL.md §4, "A CPU's own part of the LLC").
+    /// (docs/model/caches.md, "A CPU's own part of the LLC").
     pub llc_private: bool,
     /// Entries of the last data TLB level for base pages (fully associative), when a machine
-    /// file gives it; `None`: translations are free (docs/MODEL.md §4, "TLB walks").
+    /// file gives it; `None`: translations are free (docs/model/memory-and-cost.md, "TLB walks").
     pub tlb_entries: Option<u32>,
     /// Core cycles a random access spends on a page walk when it misses that TLB, the walk's
     /// page-table entry read from the core's caches (0: free).

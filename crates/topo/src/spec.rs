@@ -32,6 +32,11 @@ pub const MAX_NODES: usize = 1024;
 
 /// SLIT distance of a node to itself.
 pub const LOCAL_DISTANCE: u32 = 10;
+/// Distinct remote distances a SLIT may hold. Each is a level of scheduling domains (the
+/// kernel's `sched_init_numa()`), whose groups are kept for every CPU: real tables have a
+/// handful (Kunpeng 920: 3; 8-socket machines: 3 or 4), and 1,024 nodes with 89 distinct
+/// distances took 200 MB and minutes to describe.
+pub const MAX_REMOTE_DISTANCES: usize = 16;
 /// Largest usable SLIT distance (255 means "unreachable" in ACPI).
 pub const MAX_DISTANCE: u32 = 254;
 
@@ -597,6 +602,24 @@ fn check_distance_matrix(o: &str, m: &[Vec<u32>], n: usize) -> Result<(), TopoEr
             }
         }
     }
+    let mut remote: Vec<u32> = m
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&d| d != LOCAL_DISTANCE)
+        .collect();
+    remote.sort_unstable();
+    remote.dedup();
+    if remote.len() > MAX_REMOTE_DISTANCES {
+        return Err(TopoError::impossible(
+            o,
+            "distance",
+            format!(
+                "has {} distinct remote distances, more than the limit of {MAX_REMOTE_DISTANCES} (each is a scheduling-domain level, with a group list per CPU)",
+                remote.len()
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -782,6 +805,49 @@ fault_overhead_ns = 1000
         let text = MINIMAL.replace("mlp = 1\n", "");
         let e = MachineSpec::from_toml_str(&text, "m.toml").unwrap_err();
         assert!(e.to_string().contains("`cpu.mlp`"), "{e}");
+    }
+
+    /// Each distinct remote distance is a domain level held per CPU: a table of more than
+    /// [`MAX_REMOTE_DISTANCES`] is refused, naming the key and the limit; 16 pass.
+    #[test]
+    fn too_many_distinct_distances_are_refused() {
+        let spec = |n: usize| {
+            let rows: Vec<String> = (0..n)
+                .map(|i| {
+                    let row: Vec<String> = (0..n)
+                        .map(|j| {
+                            if i == j {
+                                10
+                            } else {
+                                10 + i.abs_diff(j) as u32
+                            }
+                        })
+                        .map(|d| d.to_string())
+                        .collect();
+                    format!("[{}]", row.join(","))
+                })
+                .collect();
+            MINIMAL
+                .replace("nodes = 2", &format!("nodes = {n}"))
+                .replace("cpus_per_node = 2", "cpus_per_node = 1")
+                .replace(
+                    "remote_distance = 20",
+                    &format!("distance = [{}]", rows.join(",")),
+                )
+        };
+        let ok = MachineSpec::from_toml_str(&spec(17), "m.toml").expect("parses");
+        assert_eq!(ok.into_topology().expect("16 distances").nr_nodes(), 17);
+        let e = MachineSpec::from_toml_str(&spec(18), "m.toml")
+            .expect("parses")
+            .into_topology()
+            .expect_err("17 distances")
+            .to_string();
+        assert!(
+            e.contains("`distance`")
+                && e.contains("17 distinct remote distances, more than the limit of 16"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
     }
 
     #[test]

@@ -174,3 +174,27 @@ fn compare_shows_how_user_time_grows_with_n_whatever_the_host_speed() {
     assert_eq!(bench::report::growth_ratio(Some(2.0), Some(0.0)), None);
     assert_eq!(bench::report::growth_ratio(None, Some(1.0)), None);
 }
+
+/// `compare`'s inputs: a FIFO or a device is refused at once, naming the file, instead of
+/// blocking forever or reading `/dev/zero` until memory runs out.
+#[test]
+fn a_fifo_or_device_as_a_report_is_refused_at_once() {
+    let e = Report::read("/dev/zero").expect_err("device").to_string();
+    assert_eq!(e, "/dev/zero: not a regular file (a character device)");
+    let dir = std::env::temp_dir().join(format!("homenode-bench-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).expect("mkdir");
+    let fifo = dir.join("bench.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    let result = Report::read(fifo.to_str().expect("utf-8"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(made.success());
+    let e = result.expect_err("fifo").to_string();
+    assert!(
+        e.ends_with("bench.json: not a regular file (a FIFO)"),
+        "{e}"
+    );
+}

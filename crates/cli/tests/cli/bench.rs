@@ -197,6 +197,10 @@ fn bad_numa_test_input_is_one_line() {
         &["--reps must be at least 1"],
     );
     fails(
+        &["bench", "numa-test", "2", "--reps", "1000000000"],
+        &["`--reps` = 1000000000", "limit of 1000 repetitions"],
+    );
+    fails(
         &["bench", "numa-test", "2", "--sample-ms", "0"],
         &["--sample-ms"],
     );

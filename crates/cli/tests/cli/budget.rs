@@ -1,4 +1,4 @@
-//! Issue 14: inputs that used to exhaust memory or never end. Every one is refused with one
+//! Inputs that used to exhaust memory or never end. Every one is refused with one
 //! line naming the key (and file and line where there is one) and the limit, or stopped by
 //! the engine's own guards with one line naming the program.
 
@@ -105,7 +105,9 @@ fn study_keys_over_budget() {
     }
     for (kind, key, value) in [
         ("light-load", "iterations", "1e30"),
+        ("light-load", "iterations", "1e11"),
         ("autonuma", "loops", "4294967295"),
+        ("oltp", "tx_per_thread", "2000000"),
     ] {
         let text = format!(
             "name = \"s\"\ntitle = \"s\"\nmachine = \"kunpeng96\"\n\n[study]\nkind = \"{kind}\"\n{key} = {value}\n"
@@ -118,7 +120,27 @@ fn study_keys_over_budget() {
             .into_owned();
         fails_at_runtime(
             &["experiments", "--dir", &d, "list"],
-            &["s.toml:7:", key, "100 x the reference size"],
+            &["s.toml:7:", key, "10 x the reference size"],
+        );
+    }
+    // Sampling finer than a tenth of the reference interval; an oltp client count whose
+    // transactions alone take more steps than a run may.
+    for (kind, key, value, want) in [
+        ("autonuma", "sample_ms", "1", "at least 50"),
+        ("oltp", "threads", "[65536]", "limit of 1000000000 steps"),
+    ] {
+        let text = format!(
+            "name = \"s\"\ntitle = \"s\"\nmachine = \"kunpeng96\"\n\n[study]\nkind = \"{kind}\"\n{key} = {value}\n"
+        );
+        let f = scratch_in(&format!("budget-study-{key}"), "s.toml", &text);
+        let d = std::path::Path::new(&f)
+            .parent()
+            .expect("dir")
+            .to_string_lossy()
+            .into_owned();
+        fails_at_runtime(
+            &["experiments", "--dir", &d, "list"],
+            &["s.toml:7:", key, want],
         );
     }
 }
@@ -144,7 +166,20 @@ fn workload(dir: &str, phases: &str, count: &str) -> String {
 
 #[test]
 fn workload_files_over_budget_or_without_progress() {
-    let no_progress: &[&str] = &["program `w`", "without simulated time passing"];
+    // A loop whose phases take no time, or next to none: stopped by the rate of steps once
+    // past the first 20,000,000, before the 50,000,000 steps without time passing.
+    let per_second: &[&str] = &[
+        "w.toml: ",
+        "program `w`",
+        "more than 10000000 steps per CPU per simulated second",
+        "loop counts",
+    ];
+    let over_steps: &[&str] = &[
+        "w.toml: ",
+        "`loop.count`",
+        "limit of 1000000000 steps",
+        "program `w`",
+    ];
     for (dir, phases, count, want) in [
         (
             "budget-wl-count",
@@ -162,13 +197,47 @@ fn workload_files_over_budget_or_without_progress() {
             "budget-wl-empty",
             "{ loop = { count = 4294967295, body = [] } }",
             "1",
-            no_progress,
+            over_steps,
         ),
         (
             "budget-wl-zero",
-            "{ loop = { count = 4294967295, body = [{ compute = { cycles = 0 } }] } }",
+            "{ loop = { count = 100000000, body = [{ compute = { cycles = 0 } }] } }",
             "1",
-            no_progress,
+            per_second,
+        ),
+        (
+            "budget-wl-tiny",
+            "{ loop = { count = 4294967295, body = [{ compute = { cycles = 1 } }] } }",
+            "1",
+            over_steps,
+        ),
+        (
+            "budget-wl-nested",
+            "{ loop = { count = 60000, body = [{ loop = { count = 60000, body = [{ compute = { cycles = 1 } }] } }] } }",
+            "1",
+            over_steps,
+        ),
+        (
+            "budget-wl-sleep",
+            "{ loop = { count = 400000000, body = [{ sleep = { us = 1 } }] } }",
+            "1",
+            over_steps,
+        ),
+        (
+            "budget-wl-many",
+            "{ loop = { count = 1000000, body = [{ kernel = { cycles = 1 } }] } }",
+            "65536",
+            over_steps,
+        ),
+        (
+            "budget-wl-rate",
+            "{ loop = { count = 200000000, body = [{ compute = { cycles = 1e-3 } }] } }",
+            "1",
+            &[
+                "program `w`",
+                "steps per CPU per simulated second",
+                "loop counts",
+            ][..],
         ),
         (
             "budget-wl-self",
@@ -180,6 +249,10 @@ fn workload_files_over_budget_or_without_progress() {
         let f = workload(dir, phases, count);
         fails_at_runtime(&["sim", "workload", &f, "--sched", "o1"], want);
     }
+}
+
+#[test]
+fn workload_memory_over_budget() {
     let big = WL
         .replace("PHASES", "{ touch = \"r\" }")
         .replace("COUNT", "1")
@@ -192,6 +265,26 @@ fn workload_files_over_budget_or_without_progress() {
         &["sim", "workload", &f, "--sched", "o1"],
         &["region `r`", "more than azusa16's 16384 MiB"],
     );
+    // 65,536 processes each with a region of the machine's memory: refused once the page
+    // groups made reach the limit, not by the host running out of memory.
+    let full = WL
+        .replace("PHASES", "{ compute = { cycles = 1e6 } }")
+        .replace("COUNT", "65536")
+        .replace(
+            "job = true",
+            "job = true\nregion = [{ name = \"r\", mib = 16384 }]",
+        );
+    let f = scratch_in("budget-wl-full", "w.toml", &full);
+    for machine in ["azusa16", "xeon2s"] {
+        fails_at_runtime(
+            &["sim", "workload", &f, "--machine", machine],
+            &[
+                "w.toml: program `w`: `regions`",
+                "limit of 16777216 page groups",
+                "launch.count",
+            ],
+        );
+    }
     fails_at_runtime(
         &["sim", "workload", "/dev/zero", "--sched", "o1"],
         &["/dev/zero: not a regular file"],

@@ -503,7 +503,7 @@ fn shipped_config_file_is_valid() {
     assert!(out.contains("policy = \"homenode\""), "{out}");
 }
 
-/// Issue 11: a process whose thread sets its mask back to every CPU it may use (as `perf bench
+/// A process whose thread sets its mask back to every CPU it may use (as `perf bench
 /// numa` workers do) is not "pinned by someone else": it is homed again and kept.
 #[test]
 fn a_process_that_widens_its_own_mask_is_homed_again() {

@@ -83,6 +83,20 @@ fn main() -> Result<()> {
         }
         bad += o.panics.len() + o.slow.len();
     }
+    if a.target.is_none() {
+        // Every loader with a FIFO or a device in place of its file (fuzz::special).
+        let (problems, cases) = fuzz::special::run_all();
+        println!(
+            "{:<16} {:>9} cases   {} problems",
+            "special-files",
+            cases,
+            problems.len()
+        );
+        for p in problems.iter().take(5) {
+            println!("  {p}");
+        }
+        bad += problems.len();
+    }
     if bad > 0 {
         bail!("{bad} findings");
     }

@@ -521,7 +521,7 @@ comms = ["postgres"]
         assert_eq!(c.placement.interval_s, 1.5);
     }
 
-    /// Issue 15: one placement interval, in `[placement]`; the older top-level key still
+    /// One placement interval, in `[placement]`; the older top-level key still
     /// reads, `--set interval_s` too, and the two places disagreeing is one clear error.
     #[test]
     fn the_interval_lives_in_placement() {
@@ -593,7 +593,7 @@ comms = ["postgres"]
         assert!(DaemonConfig::parse(ok, "h.toml").is_ok());
     }
 
-    /// Issue 14: a `--set` value of the wrong type names its key (serde alone said only
+    /// A `--set` value of the wrong type names its key (serde alone said only
     /// "invalid type: string \"abc\", expected f64").
     #[test]
     fn a_set_of_the_wrong_type_names_its_key() {

@@ -11,6 +11,16 @@ use std::sync::Mutex;
 
 use crate::exclude::Rules;
 
+/// Why a request is refused; the text goes back to the operator.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The verb is known, the rest is not a PID above 0.
+    #[error("expected `{verb} PID`")]
+    Usage { verb: &'static str },
+    #[error("pid {pid}: no such process")]
+    NoSuchProcess { pid: u32 },
+}
+
 /// One request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Request {
@@ -20,22 +30,18 @@ pub enum Request {
 
 impl Request {
     /// Parses a request line: `manage PID` or `unmanage PID`. `None` for another verb.
-    pub fn parse(line: &str) -> Option<Result<Request, String>> {
+    pub fn parse(line: &str) -> Option<Result<Request, RequestError>> {
         let mut words = line.split_whitespace();
-        let verb = words.next()?;
-        let make: fn(u32) -> Request = match verb {
-            "manage" => Request::Manage,
-            "unmanage" => Request::Unmanage,
+        let (verb, make): (&'static str, fn(u32) -> Request) = match words.next()? {
+            "manage" => ("manage", Request::Manage),
+            "unmanage" => ("unmanage", Request::Unmanage),
             _ => return None,
         };
         let pid = match (words.next(), words.next()) {
             (Some(p), None) => p.parse::<u32>().ok().filter(|&p| p > 0),
             _ => None,
         };
-        Some(
-            pid.map(make)
-                .ok_or_else(|| format!("expected `{verb} PID`")),
-        )
+        Some(pid.map(make).ok_or(RequestError::Usage { verb }))
     }
 }
 
@@ -62,10 +68,10 @@ impl Control {
     }
 
     /// Takes a request; the answer for the operator, or why it is refused.
-    pub fn take(&self, r: Request) -> Result<String, String> {
+    pub fn take(&self, r: Request) -> Result<String, RequestError> {
         let (Request::Manage(pid) | Request::Unmanage(pid)) = r;
         if !self.proc_dir.join(pid.to_string()).is_dir() {
-            return Err(format!("pid {pid}: no such process"));
+            return Err(RequestError::NoSuchProcess { pid });
         }
         let mut l = self.lists.lock().unwrap_or_else(|p| p.into_inner());
         let answer = match r {
@@ -114,7 +120,9 @@ mod tests {
             Request::parse("unmanage 7\n"),
             Some(Ok(Request::Unmanage(7)))
         );
-        assert!(matches!(Request::parse("manage x"), Some(Err(e)) if e.contains("manage PID")));
+        assert!(
+            matches!(Request::parse("manage x"), Some(Err(e)) if e.to_string().contains("manage PID"))
+        );
         assert!(Request::parse("manage 1 2").is_some_and(|r| r.is_err()));
         assert!(Request::parse("manage 0").is_some_and(|r| r.is_err()));
         assert_eq!(Request::parse("status"), None);
@@ -130,7 +138,7 @@ mod tests {
         base.include = Some(Default::default());
         assert!(
             c.take(Request::Manage(43))
-                .is_err_and(|e| e.contains("no such"))
+                .is_err_and(|e| e == RequestError::NoSuchProcess { pid: 43 })
         );
         c.take(Request::Manage(42)).expect("manage");
         let r = c.rules(&base);

@@ -12,7 +12,7 @@ const CAP_SYS_NICE: u32 = 23;
 /// The effective capability mask of this process (`CapEff:` of `ROOT/proc/self/status`), or
 /// `None` when it cannot be read.
 pub fn effective_caps(root: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(root.join("proc/self/status")).ok()?;
+    let text = crate::procfs::read_optional_text(&root.join("proc/self/status")).ok()??;
     let hex = text.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
     u64::from_str_radix(hex.trim(), 16).ok()
 }

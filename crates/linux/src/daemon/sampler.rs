@@ -514,12 +514,11 @@ fn ruled_out(rules: &Rules, pid: Pid, comm: &str) -> bool {
 
 /// `PID/stat` under `proc_root`, parsed; `None` when gone or malformed.
 fn read_stat(proc_root: &Path, pid: Pid, buf: &mut Vec<u8>) -> Option<crate::procfs::Stat> {
-    use std::io::Read as _;
     let mut path = proc_root.to_path_buf();
     path.push(pid.to_string());
     path.push("stat");
-    buf.clear();
-    std::fs::File::open(&path).ok()?.read_to_end(buf).ok()?;
+    let f = topo::input::open_regular(&path).ok()?;
+    topo::input::read_bounded(&path, f, crate::procfs::stat::MAX_STAT_BYTES, buf).ok()?;
     crate::procfs::stat::parse(buf).ok()
 }
 

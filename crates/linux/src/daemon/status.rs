@@ -9,9 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, ErrorKind, Read as _, Write as _};
-use std::os::unix::fs::{
-    DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, PermissionsExt as _,
-};
+use std::os::unix::fs::{DirBuilderExt as _, FileTypeExt as _, MetadataExt as _};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -180,7 +178,7 @@ impl StatusServer {
             }
         }
         // Nobody else may write the directory, or they could replace the socket with their
-        // own server, or a link, between the bind and the chmod or at any time after.
+        // own server, or a link, at any time after the bind.
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         crate::trust::check_private_dir(dir.unwrap_or(Path::new("."))).map_err(|e| {
             StatusError::Untrusted {
@@ -189,8 +187,7 @@ impl StatusServer {
             }
         })?;
         remove_stale_socket(path)?;
-        let listener = UnixListener::bind(path).map_err(io(path, "cannot bind"))?;
-        chmod_socket_no_follow(path, 0o600)?;
+        let listener = bind_private_socket(path)?;
         let identity = std::fs::symlink_metadata(path)
             .map(|m| (m.dev(), m.ino()))
             .map_err(io(path, "cannot stat the new socket"))?;
@@ -226,29 +223,44 @@ impl Drop for StatusServer {
     }
 }
 
-/// Sets the mode of the socket file at `path` without following a link: the file is opened
-/// with `O_PATH | O_NOFOLLOW` (a link is opened as itself), checked to be a socket, and
-/// changed through `/proc/self/fd`, which reaches that very file whatever is at `path` by then.
-fn chmod_socket_no_follow(path: &Path, mode: u32) -> Result<(), StatusError> {
-    use std::os::fd::AsRawFd as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(io(path, "cannot open the new socket"))?;
-    let meta = f
-        .metadata()
-        .map_err(io(path, "cannot stat the new socket"))?;
-    if !meta.file_type().is_socket() {
-        return Err(StatusError::Untrusted {
+/// Binds `path` as a socket created with mode 0600: the mode comes from the umask in force
+/// at `bind(2)`, so there is never a moment when the file has another mode and nothing is
+/// ever changed by path afterwards. (The umask is process-wide; for the instant of the bind,
+/// files other threads create are only made more private, never less.) The new file is then
+/// checked: a socket, owned by the daemon's user, mode 0600.
+fn bind_private_socket(path: &Path) -> Result<UnixListener, StatusError> {
+    use nix::sys::stat::{Mode, umask};
+    let old = umask(Mode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(path);
+    umask(old);
+    let listener = bound.map_err(io(path, "cannot bind"))?;
+    let meta = std::fs::symlink_metadata(path).map_err(io(path, "cannot stat the new socket"))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let why = if !meta.file_type().is_socket() {
+        Some(format!(
+            "the bound socket was replaced by a {}",
+            kind_of(&meta)
+        ))
+    } else if meta.uid() != me {
+        Some(format!(
+            "the bound socket belongs to uid {}, not {me}",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o777 != 0o600 {
+        Some(format!(
+            "the bound socket has mode {:o}, not 600",
+            meta.mode() & 0o777
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(StatusError::Untrusted {
             path: path.to_path_buf(),
-            why: format!("the bound socket was replaced by a {}", kind_of(&meta)),
-        });
+            why,
+        }),
+        None => Ok(listener),
     }
-    let by_fd = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
-    std::fs::set_permissions(&by_fd, std::fs::Permissions::from_mode(mode))
-        .map_err(io(path, "cannot set mode 0600"))
 }
 
 /// Clears the way for binding `path`. Only a socket that nobody answers on and that the
@@ -348,11 +360,11 @@ fn answer(
     BufReader::new(&stream).read_line(&mut line)?;
     if let Some(req) = Request::parse(&line) {
         let answer = match (req, control) {
-            (Err(e), _) => serde_json::json!({ "error": e }),
+            (Err(e), _) => serde_json::json!({ "error": e.to_string() }),
             (Ok(_), None) => serde_json::json!({ "error": "this server takes no requests" }),
             (Ok(r), Some(c)) => match c.take(r) {
                 Ok(ok) => serde_json::json!({ "ok": ok }),
-                Err(e) => serde_json::json!({ "error": e }),
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
             },
         };
         return writeln!(w, "{answer}");
@@ -479,6 +491,7 @@ pub fn query(path: &Path) -> Result<StatusReport, StatusError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
 
     /// Serves, once, an endless answer on the socket named by `HOMENODE_FAKE_SERVER` (when
     /// set): run by [`the_client_refuses_another_users_server_and_bounds_the_answer`] as an
@@ -534,8 +547,12 @@ mod tests {
             let chunk = vec![b'x'; 1 << 16];
             while s.write_all(&chunk).is_ok() {}
         });
-        let e = query(&path).expect_err("endless");
+        // No deadline in reach: on a loaded machine 64 MiB may take longer than the client's
+        // 5 s, and the size bound is what this part checks.
+        let s = UnixStream::connect(&path).expect("connect");
+        let e = read_answer(&path, &s, Duration::from_secs(3600)).expect_err("endless");
         assert!(e.to_string().contains("longer than 64 MiB"), "{e}");
+        drop(s);
         endless.join().expect("server");
         // A trickle: a byte now and then, never a line end.
         std::fs::remove_file(&path).expect("rm");

@@ -96,7 +96,7 @@ fn parse_line(line: &str, lineno: usize) -> Result<Option<CpuTimes>, crate::erro
 /// Reads `ROOT/proc/stat`.
 pub fn read(root: &Path) -> Result<Vec<CpuTimes>, ProcError> {
     let path = root.join("proc/stat");
-    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    let text = super::read_kernel_text(&path)?;
     parse(&text).map_err(|r| ProcError::parse(&path, r))
 }
 
@@ -104,7 +104,7 @@ pub fn read(root: &Path) -> Result<Vec<CpuTimes>, ProcError> {
 /// for each `cpuN` line that did not.
 pub fn read_lenient(root: &Path) -> Result<(Vec<CpuTimes>, Vec<ProcError>), ProcError> {
     let path = root.join("proc/stat");
-    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    let text = super::read_kernel_text(&path)?;
     let (v, problems) = parse_lenient(&text).map_err(|r| ProcError::parse(&path, r))?;
     Ok((
         v,

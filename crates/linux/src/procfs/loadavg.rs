@@ -26,7 +26,7 @@ pub fn parse_last_pid(text: &str) -> Result<Pid, ParseError> {
 /// Reads `ROOT/proc/loadavg`: the most recently created PID.
 pub fn last_pid(root: &Path) -> Result<Pid, ProcError> {
     let path = super::proc_dir(root).join("loadavg");
-    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    let text = super::read_kernel_text(&path)?;
     parse_last_pid(&text).map_err(|e| ProcError::parse(&path, e))
 }
 

@@ -40,7 +40,7 @@ pub fn parse_mem_available(text: &str) -> Result<u64, MeminfoError> {
 /// Reads `ROOT/proc/meminfo` and returns the memory available to new processes, in bytes.
 pub fn read_mem_available(root: &Path) -> Result<u64, ProcError> {
     let path = super::proc_dir(root).join("meminfo");
-    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    let text = super::read_kernel_text(&path)?;
     parse_mem_available(&text).map_err(|e| ProcError::parse(&path, e.to_string()))
 }
 

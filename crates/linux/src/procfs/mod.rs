@@ -51,6 +51,12 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use crate::error::ProcError;
+pub use topo::input::MAX_KERNEL_FILE_BYTES;
+
+/// Bytes read from one file of a process (`PID/maps`, `PID/numa_maps`, ...). The longest is
+/// `numa_maps`: one line per mapping (at most `vm.max_map_count`, 65,530 by default), each
+/// under about 1 KiB even with a count for many nodes.
+pub const MAX_PROC_FILE_BYTES: u64 = 64 << 20;
 use crate::{Live, Pid, Tid};
 
 pub use cgroup::{CgroupMounts, Cpuset, ProcCgroup};
@@ -170,6 +176,9 @@ impl ProcDir {
     /// Reads the whole file `name` (relative to the directory) into `buf` (cleared first).
     /// `Gone` when the file cannot be opened or read because the process exited, or when a
     /// file that is never empty (`never_empty`) reads empty (a process exiting while read).
+    /// Only a regular file is opened (a FIFO or a device in a rooted tree is refused without
+    /// blocking), and at most [`MAX_PROC_FILE_BYTES`] are read: the kernel reports these
+    /// files' size as 0, so the bound is on the bytes read.
     pub fn read_file(
         &self,
         name: &str,
@@ -177,26 +186,45 @@ impl ProcDir {
         never_empty: bool,
     ) -> Result<Live<()>, ProcError> {
         buf.clear();
+        let path = || self.file_path(name);
+        let gone_or = |e: Errno| {
+            let e = errno_to_io(e);
+            if is_gone(&e) {
+                Ok(Live::Gone)
+            } else {
+                Err(ProcError::io(&path(), e))
+            }
+        };
+        // Checked before opening (opening a device can have effects) and on the descriptor.
+        match nix::sys::stat::fstatat(&self.dir, name, nix::fcntl::AtFlags::empty()) {
+            Ok(st) => regular_mode(st.st_mode).map_err(|why| ProcError::parse(&path(), why))?,
+            Err(e) => return gone_or(e),
+        }
         let fd = match openat(
             &self.dir,
             name,
-            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK | OFlag::O_NOCTTY,
             Mode::empty(),
         ) {
             Ok(fd) => fd,
-            Err(e) => {
-                let e = errno_to_io(e);
-                return if is_gone(&e) {
-                    Ok(Live::Gone)
-                } else {
-                    Err(ProcError::io(&self.file_path(name), e))
-                };
-            }
+            Err(e) => return gone_or(e),
         };
-        match File::from(fd).read_to_end(buf) {
+        let f = File::from(fd);
+        match f.metadata() {
+            Ok(m) => topo::input::check_regular(&path(), m.file_type()).map_err(input_error)?,
+            Err(e) => return Err(ProcError::io(&path(), e)),
+        }
+        match f.take(MAX_PROC_FILE_BYTES + 1).read_to_end(buf) {
             Ok(_) => {}
             Err(e) if is_gone(&e) => return Ok(Live::Gone),
-            Err(e) => return Err(ProcError::io(&self.file_path(name), e)),
+            Err(e) => return Err(ProcError::io(&path(), e)),
+        }
+        if buf.len() as u64 > MAX_PROC_FILE_BYTES {
+            buf.clear();
+            return Err(ProcError::parse(
+                &path(),
+                format!("longer than the {MAX_PROC_FILE_BYTES}-byte limit"),
+            ));
         }
         if never_empty && buf.is_empty() {
             return Ok(Live::Gone);
@@ -407,21 +435,54 @@ pub(crate) fn with_dir<T>(
     }
 }
 
-/// Reads a whole file that is not a process's (`ROOT/proc/vmstat`, a sysfs file) as text.
-/// `Ok(None)` when it does not exist.
+/// Reads a whole file that is not a process's (`ROOT/proc/vmstat`, a sysfs file) as text:
+/// a regular file, at most [`MAX_KERNEL_FILE_BYTES`] read ([`topo::input::read_kernel_file`]:
+/// a FIFO or a device in a rooted tree is refused without blocking). `Ok(None)` when it
+/// does not exist.
 pub(crate) fn read_optional_text(path: &Path) -> Result<Option<String>, ProcError> {
-    match std::fs::read(path) {
+    match topo::input::read_kernel_file(path, MAX_KERNEL_FILE_BYTES) {
         Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ProcError::io(path, e)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(input_error(e)),
+    }
+}
+
+/// [`read_optional_text`] of a file that must exist.
+pub(crate) fn read_kernel_text(path: &Path) -> Result<String, ProcError> {
+    topo::input::read_kernel_file(path, MAX_KERNEL_FILE_BYTES)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(input_error)
+}
+
+/// Refuses a file mode other than a regular file, naming what it is.
+fn regular_mode(mode: libc::mode_t) -> Result<(), String> {
+    let what = match mode & libc::S_IFMT {
+        libc::S_IFREG => return Ok(()),
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFDIR => "a directory",
+        libc::S_IFSOCK => "a socket",
+        _ => "of an unknown type",
+    };
+    Err(format!("not a regular file ({what})"))
+}
+
+/// An input error as a [`ProcError`]: a refusal (not a regular file, too long) reads as a
+/// malformed file.
+pub(crate) fn input_error(e: topo::input::InputError) -> ProcError {
+    match e {
+        topo::input::InputError::Io { path, error } => ProcError::Io { path, error },
+        topo::input::InputError::Refused { path, why } => ProcError::parse(&path, why),
     }
 }
 
 /// The value of one sysctl, `ROOT/proc/sys/NAME` (`name` as `kernel/osrelease`), trimmed;
 /// `None` when the file cannot be read (a kernel without that option).
 pub fn read_sysctl(root: &Path, name: &str) -> Option<String> {
-    std::fs::read_to_string(proc_dir(root).join("sys").join(name))
+    read_optional_text(&proc_dir(root).join("sys").join(name))
         .ok()
+        .flatten()
         .map(|s| s.trim().to_string())
 }
 

@@ -235,7 +235,7 @@ pub struct StatReader {
 }
 
 /// The longest `stat` file the reader accepts.
-const MAX_STAT_BYTES: usize = 1 << 16;
+pub(crate) const MAX_STAT_BYTES: u64 = 1 << 16;
 
 impl StatReader {
     /// A reader of the file at `path` (opened at the first read).
@@ -261,10 +261,10 @@ impl StatReader {
     pub fn read(&mut self) -> Result<Live<Stat>, ProcError> {
         use std::os::unix::fs::FileExt as _;
         if self.file.is_none() {
-            match std::fs::File::open(&self.path) {
+            match topo::input::open_regular(&self.path) {
                 Ok(f) => self.file = Some(f),
-                Err(e) if super::is_gone(&e) => return Ok(Live::Gone),
-                Err(e) => return Err(ProcError::io(&self.path, e)),
+                Err(e) if e.io_error().is_some_and(super::is_gone) => return Ok(Live::Gone),
+                Err(e) => return Err(super::input_error(e)),
             }
         }
         let Some(f) = &self.file else {
@@ -279,7 +279,7 @@ impl StatReader {
                 Err(e) if super::is_gone(&e) => return Ok(Live::Gone),
                 Err(e) => return Err(ProcError::io(&self.path, e)),
             }
-            if self.buf.len() > MAX_STAT_BYTES {
+            if self.buf.len() as u64 > MAX_STAT_BYTES {
                 return Err(ProcError::parse(&self.path, "longer than 64 KiB"));
             }
         }

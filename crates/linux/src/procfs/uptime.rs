@@ -28,7 +28,7 @@ pub fn parse(text: &str) -> Result<f64, ParseError> {
 /// Reads `ROOT/proc/uptime`: seconds since boot.
 pub fn read(root: &Path) -> Result<f64, ProcError> {
     let path = super::proc_dir(root).join("uptime");
-    let text = std::fs::read_to_string(&path).map_err(|e| ProcError::io(&path, e))?;
+    let text = super::read_kernel_text(&path)?;
     parse(&text).map_err(|e| ProcError::parse(&path, e))
 }
 

@@ -175,7 +175,78 @@ fn damaged_trees_give_one_line_errors() {
     assert!(s.counters.scan_errors >= 1);
 }
 
-/// Issue 14: one bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
+/// A FIFO or `/dev/zero` as the rooted tree's `/proc/stat`: each interval fails at once
+/// with one line naming it (the daemon neither blocks nor grows), so the loop goes on to
+/// see a stop request, and a daemon that keeps failing gives up.
+#[test]
+fn a_fifo_or_device_as_proc_stat_fails_the_interval_at_once() {
+    for what in ["fifo", "/dev/zero"] {
+        let tmp = copy_fixture("multinode-4n");
+        let stat = tmp.path().join("proc/stat");
+        let mut d = start(config(tmp.path())).expect("start");
+        std::fs::remove_file(&stat).expect("rm");
+        if what == "fifo" {
+            nix::unistd::mkfifo(&stat, nix::sys::stat::Mode::from_bits_truncate(0o600))
+                .expect("mkfifo");
+        } else {
+            std::os::unix::fs::symlink(what, &stat).expect("link");
+        }
+        let e = d.interval().expect_err(what).to_string();
+        assert!(
+            e.contains("proc/stat") && e.contains("not a regular file"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+
+        let run_dir = tempfile::tempdir().expect("tmp");
+        let mut c = config(tmp.path());
+        c.placement.interval_s = 0.05;
+        c.socket = run_dir.path().join("h.sock");
+        c.journal = run_dir.path().join("journal.json");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let e = linux::daemon::run(c, &stop, Some(50)).expect_err("gives up");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("proc/stat") && msg.contains("not a regular file"),
+            "{msg}"
+        );
+    }
+}
+
+/// SIGHUP with a FIFO where the configuration file was: the reload is refused on one line
+/// (the read does not block), and the daemon runs on with its configuration.
+#[test]
+fn a_reload_from_a_fifo_is_refused_and_the_daemon_runs_on() {
+    let root = fixture("multinode-4n");
+    let run_dir = tempfile::tempdir().expect("tmp");
+    let mut c = config(&root);
+    c.placement.interval_s = 0.05;
+    c.socket = run_dir.path().join("h.sock");
+    c.journal = run_dir.path().join("journal.json");
+    let conf = run_dir.path().join("homenode.toml");
+    nix::unistd::mkfifo(&conf, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let e = linux::daemon::DaemonConfig::load(&conf, true).expect_err("fifo");
+    assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
+    assert!(!e.to_string().contains('\n'));
+    let hup = std::sync::atomic::AtomicBool::new(true);
+    let read = || {
+        linux::daemon::DaemonConfig::load(&conf, true)
+            .map_err(|e| Box::new(e) as linux::daemon::ReadError)
+    };
+    let reload = linux::daemon::Reload {
+        requested: &hup,
+        read: &read,
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let s = linux::daemon::run_reloading(c, &stop, Some(3), Some(reload)).expect("runs on");
+    assert_eq!(s.intervals, 3);
+    assert!(
+        !hup.load(std::sync::atomic::Ordering::Relaxed),
+        "the request was taken"
+    );
+}
+
+/// One bad line in /proc/stat or /proc/vmstat costs that CPU or counter, not the
 /// interval; and a daemon that gives up says so with an error (a non-zero exit).
 #[test]
 fn bad_lines_in_stat_and_vmstat_do_not_fail_the_interval() {

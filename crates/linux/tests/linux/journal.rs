@@ -416,7 +416,7 @@ fn previous_masks_are_stored_only_while_a_change_is_under_way() {
     assert!(previous(&old).is_empty());
 }
 
-/// Issue 14: root must not act on a journal that someone else could have written, nor create
+/// Root must not act on a journal that someone else could have written, nor create
 /// or write files through links planted beside it.
 #[test]
 fn restore_refuses_untrusted_journal_places() {

@@ -378,6 +378,59 @@ fn malformed_files_name_the_file() {
     });
 }
 
+/// Puts `what` (a FIFO, or a link to a device) at `rel` in a copy of `multinode-4n` and
+/// checks that reading it is refused at once, one line naming the file and what it is.
+fn planted(rel: &str, read: &dyn Fn(&std::path::Path) -> Result<(), ProcError>) {
+    for what in ["fifo", "/dev/zero", "/dev/urandom"] {
+        let tmp = copy_fixture("multinode-4n");
+        let path = tmp.path().join(rel);
+        let _ = fs::remove_file(&path);
+        if what == "fifo" {
+            let ok = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .expect("mkfifo");
+            assert!(ok.success());
+        } else {
+            std::os::unix::fs::symlink(what, &path).expect("symlink");
+        }
+        let err = read(tmp.path()).expect_err(rel);
+        assert_names_file(&err, &path);
+        let kind = if what == "fifo" {
+            "a FIFO"
+        } else {
+            "a character device"
+        };
+        assert!(err.to_string().contains(kind), "{rel} as {what}: {err}");
+    }
+}
+
+/// Without the file-type check these reads block forever (a FIFO) or grow without bound
+/// (`/dev/zero`).
+#[test]
+fn fifos_and_devices_are_refused_naming_the_file() {
+    planted("proc/stat", &|r| procfs::cpustat::read(r).map(drop));
+    planted("proc/vmstat", &|r| vmstat::read(r).map(drop));
+    planted("proc/meminfo", &|r| {
+        procfs::meminfo::read_mem_available(r).map(drop)
+    });
+    planted("proc/uptime", &|r| procfs::uptime::read(r).map(drop));
+    planted("proc/1000/stat", &|r| stat::read(r, 1000).map(drop));
+    planted("proc/1000/status", &|r| status::read(r, 1000).map(drop));
+    planted("proc/1000/numa_maps", &|r| {
+        numa_maps::read(r, 1000).map(drop)
+    });
+    planted("proc/1000/task/1001/stat", &|r| {
+        stat::read_task(r, 1000, 1001).map(drop)
+    });
+    planted("proc/1000/stat", &|r| {
+        stat::StatReader::of_pid(r, 1000).read().map(drop)
+    });
+    planted("sys/devices/system/cpu/online", &|r| {
+        sysfs::online_cpus(r).map(drop)
+    });
+}
+
 #[test]
 fn empty_stat_file_is_gone_not_an_error() {
     // A process exiting while its stat is read can leave an empty read behind.

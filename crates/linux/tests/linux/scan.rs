@@ -173,7 +173,7 @@ fn a_process_gone_mid_scan_is_skipped() {
 
 #[test]
 fn a_process_that_exits_while_read_is_gone_not_an_error() {
-    // Issue 14: a managed process that exits normally is a zombie for a moment, and its
+    // A managed process that exits normally is a zombie for a moment, and its
     // files read empty or cut short; that is an exit (logged at INFO), not a read error
     // (a WARN).
     let tmp = copy_fixture("multinode-4n");
@@ -327,7 +327,7 @@ fn cpu_node_map_from_host_topology() {
     assert_eq!((split.node_of(0), split.node_of(1)), (Some(0), Some(1)));
 }
 
-/// Issue 11: run-queue wait from each thread's `schedstat` (run delay), over two scans; a
+/// Run-queue wait from each thread's `schedstat` (run delay), over two scans; a
 /// thread without the file has none, and a malformed file drops its process with one error
 /// naming the file and the field.
 #[test]

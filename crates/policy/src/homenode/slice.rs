@@ -3,7 +3,7 @@
 //! Linux's fair class gives every task the same short request (EEVDF's base slice, 3 ms from
 //! eight CPUs on). Two CPU-bound jobs that share a CPU then alternate every 3 ms, and each turn
 //! begins by fetching again the lines of the last-level cache that the other's turn evicted:
-//! on a job whose data fills that cache, most of a 3 ms turn (docs/MODEL.md §4, "Turns on a
+//! on a job whose data fills that cache, most of a 3 ms turn (docs/model/caches.md, "Turns on a
 //! cache"; docs/BENCH.md, "What a turn costs on this host"). The O(1) scheduler gave such a
 //! task 100 ms. From 6.12 a task may ask for its own slice (`sched_attr.sched_runtime`, clamped
 //! to 0.1-100 ms); a task with a shorter slice that wakes up still preempts one with a longer

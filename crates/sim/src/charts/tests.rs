@@ -310,3 +310,56 @@ fn degenerate_inputs_still_draw() {
         .expect("value");
     assert!(!overlap(label.b, value.b), "{label:?} {value:?}");
 }
+
+#[test]
+fn a_scatter_is_square_around_zero_with_its_key_off_the_plot() {
+    let labels = vec![
+        "direction agrees".to_string(),
+        "direction differs".to_string(),
+    ];
+    let agree = vec![(10.0, 8.0), (-30.0, -12.0), (150.0, 90.0)];
+    let differ = vec![(5.0, -3.0)];
+    let series = vec![
+        Series::new(labels[0].clone(), agree),
+        Series::new(labels[1].clone(), differ),
+    ];
+    let svg = scatter_chart(
+        "Simulated vs published effect",
+        "published",
+        "simulated",
+        &series,
+    )
+    .unwrap();
+    all_on_canvas(&svg);
+    labels_off_the_plot(&svg, &labels);
+    let (x0, y0, x1, y1) = frame_box(&svg);
+    assert!(
+        ((x1 - x0) - (y1 - y0)).abs() < 4.0,
+        "{:?}",
+        (x0, y0, x1, y1)
+    );
+    // The axes run from -lim to lim, lim the largest magnitude (150) rounded to a tick.
+    let ticks: Vec<String> = texts(&svg).into_iter().map(|t| t.text).collect();
+    assert_eq!(
+        ticks.iter().filter(|t| *t == "-150").count(),
+        2,
+        "{ticks:?}"
+    );
+    assert_eq!(ticks.iter().filter(|t| *t == "150").count(), 2, "{ticks:?}");
+}
+
+#[test]
+fn a_scatter_leaves_out_points_it_cannot_place_and_repeats_its_bytes() {
+    let with_nan = vec![Series::new(
+        "agrees",
+        vec![(10.0, 12.0), (-20.0, -5.0), (f64::NAN, 1.0)],
+    )];
+    let without = vec![Series::new("agrees", vec![(10.0, 12.0), (-20.0, -5.0)])];
+    let a = scatter_chart("effects", "published", "simulated", &with_nan).unwrap();
+    let b = scatter_chart("effects", "published", "simulated", &without).unwrap();
+    assert_eq!(a, b, "a NaN point draws nothing");
+    assert_eq!(
+        a,
+        scatter_chart("effects", "published", "simulated", &with_nan).unwrap()
+    );
+}

@@ -24,7 +24,7 @@ pub fn memory_bound(t: &Topology) -> String {
         s,
         "- *Turns on a cache*: jobs that take turns on a CPU evict each other's lines; a job \
          back on its cache after others ran fetches again what they evicted (an LRU reading, \
-         docs/MODEL.md §4), each line a miss instead of a hit."
+         docs/model/memory-and-cost.md), each line a miss instead of a hit."
     );
     let share = t.cpu_model.llc_stream_share;
     let streams = if share >= 1.0 {
@@ -40,7 +40,7 @@ pub fn memory_bound(t: &Topology) -> String {
         s,
         "- *Streams in the cache*: a job's random array shares its LLC share with the lines \
          it streams through (`b`, `ix`), which {streams}: `cpu.llc_stream_share`, \
-         docs/MODEL.md §4."
+         docs/model/memory-and-cost.md."
     );
     let _ = writeln!(s, "{}", sets(t));
     let _ = writeln!(s, "{}", tlb(t));
@@ -48,7 +48,7 @@ pub fn memory_bound(t: &Topology) -> String {
         s,
         "- *Work*: numa_test's `randupdt` (random read-modify-write of an 8 MB-per-million \
          array, streaming reads of the others) and hackbench as in docs/WORKLOADS.md; costs \
-         per access from docs/MODEL.md."
+         per access from docs/model/."
     );
     s
 }
@@ -63,12 +63,12 @@ fn sets(t: &Topology) -> String {
         Some(1) => format!(
             "- *Sets*: the LLC is direct-mapped; a task's random data land on its lines by its \
              {page_kib} KiB pages, so some lines share a place and evict each other even when \
-             the data fit (docs/MODEL.md §4, \"Sets\")."
+             the data fit (docs/model/caches.md, \"Sets\")."
         ),
         Some(k) => format!(
             "- *Sets*: the LLC is {k}-way set associative; a task's random data spread over \
              its sets by its {page_kib} KiB pages, and a set holds {k} of the lines it draws \
-             (docs/MODEL.md §4, \"Sets\")."
+             (docs/model/caches.md, \"Sets\")."
         ),
     }
 }
@@ -80,7 +80,7 @@ fn tlb(t: &Topology) -> String {
         (Some(n), Some((reach, cycles))) => format!(
             "- *TLB*: {n} entries of {page_kib} KiB pages reach {:.1} MiB; a random access \
              beyond that reach walks the page table, {cycles:.0} cycles ({:.1} ns), waited \
-             for as a miss is (docs/MODEL.md §4, \"TLB walks\").",
+             for as a miss is (docs/model/memory-and-cost.md, \"TLB walks\").",
             reach / (1u64 << 20) as f64,
             cycles * t.ns_per_cycle()
         ),
@@ -97,7 +97,7 @@ pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> S
     let _ = writeln!(
         s,
         "- *Migration cost*: a moved task refills its cache (up to the {:.1} MiB LLC), and one \
-         back on its cache after others ran fetches again what they evicted (docs/MODEL.md \
+         back on its cache after others ran fetches again what they evicted (docs/model/ \
          §4); compile jobs first-touch their heap where they run after exec, so exec \
          placement and early balancing decide how much of their memory is remote.",
         t.cpu_model.llc_bytes as f64 / (1u64 << 20) as f64
@@ -132,7 +132,7 @@ pub fn io_mix(t: &Topology, disks: Option<u32>, d: crate::disk::DiskParams) -> S
         "- *Disks*: {n} disk(s), each a first-come-first-served queue (no elevator); build b \
          uses disk b mod {n}, bonnie i disk i mod {n} (the original's disk layout is not \
          known: assumption). A request takes an average seek ({:.1} ms), half a rotation at \
-         {} rpm ({:.1} ms) and the transfer at {:.0} MB/s (docs/MODEL.md §7): {:.1} ms for \
+         {} rpm ({:.1} ms) and the transfer at {:.0} MB/s (docs/model/disks-and-loadavg.md): {:.1} ms for \
          bonnie's {} KiB and for each of cpp's {} reads, during which the task is in disk \
          wait and counts in the load average.",
         d.seek_ns as f64 / 1e6,
@@ -194,7 +194,7 @@ pub fn numa_balancing(t: &Topology) -> String {
         "- *Shared lines*: a shared cache line moves between CPUs in {:.0} ns within a node \
          and {:.0} ns across nodes; a thread pays a move only when another thread wrote the \
          line since it last had it (a writer: touched it), keeps it for a run of accesses, \
-         and a writer runs on while its {}-entry store buffer holds its stores (docs/MODEL.md \
+         and a writer runs on while its {}-entry store buffer holds its stores (docs/model/ \
          §4).",
         m.line_transfer_local_ns, m.line_transfer_remote_ns, cpu.store_buffer
     );
@@ -211,7 +211,7 @@ fn common(t: &Topology) -> String {
     let _ = writeln!(
         s,
         "- *Machine*: `{}`, {} x {} at {:.0} MHz (docs/MACHINES.md), {} core: an \
-         operation's core work and memory stalls {} (docs/MODEL.md §4).",
+         operation's core work and memory stalls {} (docs/model/memory-and-cost.md).",
         t.name,
         topo::count(t.nr_nodes(), "node"),
         topo::count(n0.cpus.count(), "CPU"),

@@ -100,7 +100,7 @@ pub(super) fn array_table_line(text: &str, table: &str, n: usize) -> usize {
 }
 
 /// Line where `key = ...` is set (0 if not found).
-pub(super) fn key_line(text: &str, key: &str) -> usize {
+pub(crate) fn key_line(text: &str, key: &str) -> usize {
     text.lines()
         .position(|l| {
             let l = l.trim_start();

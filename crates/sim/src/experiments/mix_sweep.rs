@@ -1,4 +1,4 @@
-//! Sensitivity sweeps of a `[mix]` experiment (issue 16, items 2 and 3): the disk model's
+//! Sensitivity sweeps of a `[mix]` experiment: the disk model's
 //! parameters without a datasheet behind them, and the disk count the source does not give.
 //!
 //! ```toml

@@ -64,7 +64,7 @@ pub fn params(m: &MixSection) -> MixParams {
     }
 }
 
-/// The disks' mechanics: the era's defaults (docs/MODEL.md §7) unless `[mix]` sets them.
+/// The disks' mechanics: the era's defaults (docs/model/disks-and-loadavg.md) unless `[mix]` sets them.
 pub fn disk_params(m: &MixSection) -> crate::disk::DiskParams {
     let d = crate::disk::DiskParams::default();
     crate::disk::DiskParams {

@@ -21,7 +21,7 @@ pub fn write(o: &Outcome, topo: &Topology) -> Result<(String, Vec<(String, Strin
     let _ = writeln!(
         md,
         "Machine `{}`, {} per cell, seed {}. Every figure comes from the simulator's model \
-         (docs/MODEL.md), nothing is fitted to published results.\n",
+         (docs/model/), nothing is fitted to published results.\n",
         e.machine,
         topo::count(e.reps, "repetition"),
         e.seed

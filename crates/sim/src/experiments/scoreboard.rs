@@ -356,11 +356,10 @@ impl RowGroup {
                         budget::tasks("threads", f64::from(n)).map_err(over)?;
                     }
                     if let Some(x) = self.tx_per_thread {
-                        budget::at_most(
+                        budget::work(
                             "tx_per_thread",
                             f64::from(x),
-                            100.0 * f64::from(super::study_spec::REF_OLTP_TX),
-                            "(100 x the reference size)",
+                            f64::from(super::study_spec::REF_OLTP_TX),
                         )
                         .map_err(over)?;
                     }
@@ -374,8 +373,7 @@ impl RowGroup {
             },
             RowWorkload::LightLoad => {
                 if let Some(i) = self.iterations {
-                    budget::at_most("iterations", i, 100.0 * 1e9, "(100 x the reference size)")
-                        .map_err(over)?;
+                    budget::work("iterations", i, 1e9).map_err(over)?;
                 }
             }
             RowWorkload::Numa01 | RowWorkload::Numa02 => {
@@ -385,13 +383,7 @@ impl RowGroup {
                     } else {
                         2000.0
                     };
-                    budget::at_most(
-                        "loops",
-                        f64::from(l),
-                        100.0 * reference,
-                        "(100 x the reference size)",
-                    )
-                    .map_err(over)?;
+                    budget::work("loops", f64::from(l), reference).map_err(over)?;
                 }
             }
         }

@@ -64,7 +64,7 @@ pub fn write(
         md,
         "Seed {}, {} per configuration (numa_test: repetitions; the studies: \
          seeds). Every figure comes from the \
-         simulator's model (docs/MODEL.md), nothing is fitted to a published or wished-for \
+         simulator's model (docs/model/), nothing is fitted to a published or wished-for \
          result. Every configuration of a row runs on the same seeds.\n\n\
          Configurations: CPU schedulers {} on every row, plus the historical schedulers of a \
          row's machine; each with placement {}. **Focus**: `{}`. **Baseline** (what a user \

@@ -147,13 +147,13 @@ pub struct MixSection {
     pub jobs: u32,
     pub parallelism: u32,
     pub bonnies: u32,
-    /// Disks that the builds and the bonnie processes queue on (issue 16, item 2): with it,
+    /// Disks that the builds and the bonnie processes queue on: with it,
     /// compile jobs run as the 2.4 process pipeline (sh, gcc, cpp | cc1 | as) and I/O
     /// waits queue on the disks (docs/WORKLOADS.md); without it, the earlier model (one
     /// process per compile, fixed I/O sleeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disks: Option<u32>,
-    /// The disks' average seek, ms (default 6: docs/MODEL.md §7).
+    /// The disks' average seek, ms (default 6: docs/model/disks-and-loadavg.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seek_ms: Option<f64>,
     /// The disks' spindle speed (default 10,000 rpm).
@@ -503,13 +503,13 @@ pub(super) fn check_name(name: &str) -> Result<(), ValueError> {
 }
 
 /// 1-based line of byte offset `at`.
-pub(super) fn line_of(text: &str, at: usize) -> usize {
+pub(crate) fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].matches('\n').count() + 1
 }
 
 /// The dotted key (`numa_test.tasks`) that line `line` (1-based) sets, or whose multi-line
 /// value it continues; `None` outside any `key = value`.
-pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
+pub(crate) fn key_at(text: &str, line: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let upto = line.checked_sub(1).filter(|&i| i < lines.len())?;
     let mut key = None;

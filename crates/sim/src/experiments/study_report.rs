@@ -23,7 +23,7 @@ pub fn write(o: &Outcome, r: &StudyResults) -> Result<(String, Charts), ChartErr
     let _ = writeln!(
         md,
         "Machine(s) {}, seed {}. Every figure comes from the simulator's model \
-         (docs/MODEL.md), nothing is fitted to published results. A study runs each configuration once with this seed: it has no repetitions, so \
+         (docs/model/), nothing is fitted to published results. A study runs each configuration once with this seed: it has no repetitions, so \
          `--reps` is ignored.\n",
         machines
             .iter()

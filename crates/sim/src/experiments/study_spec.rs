@@ -88,6 +88,9 @@ pub struct StudySection {
 /// Reference sizes (what a key means when it is left out).
 pub const REF_OLTP_TX: u32 = 20_000;
 pub const REF_SAMPLE_MS: u64 = 500;
+/// The finest sampling a study may ask for: a tenth of the reference interval, as work keys
+/// may be at most ten times their reference ([`budget::MAX_WORK_FACTOR`]).
+pub const MIN_SAMPLE_MS: u64 = REF_SAMPLE_MS / 10;
 pub const REF_WATCH_S: f64 = 60.0;
 
 impl StudySection {
@@ -176,30 +179,45 @@ impl StudySection {
         Ok(())
     }
 
-    /// Work keys against [`crate::budget`]: each at most 100 times its reference size (so a
-    /// study never asks for more than a hundred reference runs' worth of simulation), task
+    /// Work keys against [`crate::budget`]: each at most ten times its reference size (so a
+    /// study never asks for more than ten reference runs' worth of simulation), task
     /// counts and simulated durations within the engine's limits.
     fn check_budget(&self) -> Result<(), budget::BudgetError> {
-        let hundred = |key: &str, v: Option<f64>, reference: f64| match v {
-            Some(v) => budget::at_most(key, v, 100.0 * reference, "(100 x the reference size)"),
+        let work = |key: &str, v: Option<f64>, reference: f64| match v {
+            Some(v) => budget::work(key, v, reference),
             None => Ok(()),
         };
-        hundred("iterations", self.iterations, 1e9)?;
-        hundred(
+        work("iterations", self.iterations, 1e9)?;
+        work(
             "tx_per_thread",
             self.tx_per_thread.map(f64::from),
             f64::from(REF_OLTP_TX),
         )?;
-        hundred("loops", self.loops.map(f64::from), 20.0)?;
-        hundred("numa02_loops", self.numa02_loops.map(f64::from), 2000.0)?;
+        work("loops", self.loops.map(f64::from), 20.0)?;
+        work("numa02_loops", self.numa02_loops.map(f64::from), 2000.0)?;
         if let Some(w) = self.watch_s {
             budget::sim_seconds("watch_s", w)?;
         }
         if let Some(ms) = self.sample_ms {
             budget::sim_seconds("sample_ms", ms as f64 / 1e3)?;
+            budget::at_least("sample_ms", ms as f64, MIN_SAMPLE_MS as f64)?;
         }
+        let tx = f64::from(self.tx_per_thread.unwrap_or(REF_OLTP_TX));
         for &t in self.threads.iter().flatten() {
             budget::tasks("threads", f64::from(t))?;
+            // Each transaction starts 10 phases (a blocking one counted as 3).
+            let steps = f64::from(t) * tx * 10.0;
+            if steps > budget::MAX_RUN_STEPS as f64 {
+                return Err(budget::BudgetError {
+                    place: String::new(),
+                    key: "threads".into(),
+                    value: t.to_string(),
+                    why: format!(
+                        "x {tx} transactions each is {steps:.2e} steps, more than the limit of {} steps a run may take: lower `threads` or `tx_per_thread`",
+                        budget::MAX_RUN_STEPS
+                    ),
+                });
+            }
         }
         for shape in self.shapes.iter().flatten() {
             if let Ok((p, t)) = parse_shape(shape) {

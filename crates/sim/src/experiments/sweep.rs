@@ -16,7 +16,7 @@
 //! ```
 //!
 //! An `option` of the form `machine.PARAM` varies the cost model's machine instead of the
-//! scheduler (issue 16, item 6: the assumptions that decide whether numa_test is latency- or
+//! scheduler (the assumptions that decide whether numa_test is latency- or
 //! bandwidth-bound): `machine.mlp` (memory-level parallelism of one core; of its streams too
 //! unless the machine gives `stream_mlp`), `machine.stream_mlp` (lines one core keeps in
 //! flight for a sequential stream), `machine.llc_latency_ns` (a random access that hits the

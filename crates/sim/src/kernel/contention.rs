@@ -1,4 +1,4 @@
-//! The incremental bookkeeping of the contention refresh (`rates.rs`): which CPU runs which
+//! The incremental bookkeeping of the contention refresh (`refresh.rs`): which CPU runs which
 //! memory-bound work as the last refresh saw it, which CPUs touch each memory node, how many
 //! memory phases run on each last-level cache, and which CPUs changed since.
 //!
@@ -143,7 +143,7 @@ impl ContentionIndex {
             self.dirty_bits[cpu / 64] &= !(1 << (cpu % 64));
             return;
         }
-        super::rates::extend_short(out, &self.dirty);
+        super::refresh::extend_short(out, &self.dirty);
         self.dirty.clear();
         out.sort_unstable();
         for &cpu in out.iter() {
@@ -265,7 +265,7 @@ impl ContentionIndex {
 
     /// Check the node rows and LLC counts against the registrations, recomputed from scratch;
     /// `llc_of` maps a CPU to its LLC.
-    pub fn check(&self, llc_of: impl Fn(CpuId) -> usize) -> Result<(), String> {
+    pub fn check(&self, llc_of: impl Fn(CpuId) -> usize) -> Result<(), ContentionMismatch> {
         let mut users = CpuSets::new(
             self.users.bits.len() / self.users.words.max(1),
             self.regs.len(),
@@ -286,25 +286,61 @@ impl ContentionIndex {
         }
         let spanning = self.regs.iter().flatten().filter(|r| spans(r)).count();
         if spanning != self.spanning {
-            return Err(format!(
-                "{} demands span nodes, registrations give {spanning}",
-                self.spanning
-            ));
+            return Err(ContentionMismatch::Spanning {
+                kept: self.spanning,
+                fresh: spanning,
+            });
         }
         if touching != self.touching {
-            return Err("first-touch set differs from the registrations".into());
+            return Err(ContentionMismatch::FirstTouch);
         }
         if users.bits != self.users.bits {
-            return Err("node users differ from the registrations".into());
+            return Err(ContentionMismatch::NodeUsers);
         }
         if llc != self.llc_demands {
-            return Err(format!(
-                "LLC counts {:?}, registrations give {llc:?}",
-                self.llc_demands
-            ));
+            return Err(ContentionMismatch::LlcCounts {
+                kept: self.llc_demands.clone(),
+                fresh: llc,
+            });
         }
         Ok(())
     }
+}
+
+/// Where the incremental contention state differs from the same state rebuilt from scratch
+/// (the simulator's invariant checks; a bug, never a user's mistake).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ContentionMismatch {
+    #[error("{kept} demands span nodes, the registrations give {fresh}")]
+    Spanning { kept: usize, fresh: usize },
+    #[error("the first-touch set differs from the registrations")]
+    FirstTouch,
+    #[error("the node users differ from the registrations")]
+    NodeUsers,
+    #[error("LLC counts {kept:?}, the registrations give {fresh:?}")]
+    LlcCounts { kept: Vec<usize>, fresh: Vec<usize> },
+    #[error("cpu {cpu}: runs {runs:?}, registered {registered:?}")]
+    Registration {
+        cpu: CpuId,
+        runs: Option<usize>,
+        registered: Option<usize>,
+    },
+    #[error("task {task}: no decomposition")]
+    NoDecomposition { task: usize },
+    #[error("task {task}: not in a memory phase")]
+    NotInMemoryPhase { task: usize },
+    #[error("task {task}: decomposition out of date")]
+    StaleDecomposition { task: usize },
+    #[error("task {task}: touches node {node}, registered {registered:?}")]
+    TouchNode {
+        task: usize,
+        node: NodeId,
+        registered: Vec<NodeId>,
+    },
+    #[error("task {task}: rate {kept} but {now} now")]
+    Rate { task: usize, kept: f64, now: f64 },
+    #[error("node {node}: factor {kept}, the full solve gives {fresh}")]
+    Factor { node: NodeId, kept: f64, fresh: f64 },
 }
 
 #[cfg(test)]

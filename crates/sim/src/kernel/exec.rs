@@ -10,6 +10,7 @@ use topo::{CpuId, CpuSet};
 impl Kernel {
     /// Run the zero-time phases of `t` until it has CPU work, blocks, sleeps or exits.
     pub(crate) fn advance(&mut self, s: &mut dyn CpuScheduler, t: TaskId) {
+        self.count_step(Some(t));
         if let Some(steps) = self.advance_common(t) {
             self.advance_any(s, t, steps);
         }
@@ -99,9 +100,14 @@ impl Kernel {
         let wl = self.workload.clone();
         let prog = &wl.programs[self.tasks[t].program];
         self.tasks[t].work = PhaseWork::None;
+        let first = steps + 1;
         let mut steps: u64 = steps;
         loop {
             steps += 1;
+            if steps > first {
+                // The first was counted by `advance`.
+                self.count_step(Some(t));
+            }
             if steps > crate::budget::MAX_STEPS_WITHOUT_TIME {
                 self.fault.get_or_insert(super::Fault::NoProgress {
                     program: prog.name.clone(),
@@ -571,17 +577,20 @@ impl Kernel {
         }
         self.set_home_node(id, placement.home);
         let group = self.params.page_group_bytes;
+        let fits = self.count_page_groups(&prog.regions, &prog.name);
         let regions = prog
             .regions
             .iter()
             .map(|r| {
+                // Over the budget the run stops at the next event: no bookkeeping for it.
+                let bytes = if fits { r.bytes } else { 0 };
                 let policy = match (&r.policy, placement.home) {
                     (MemPolicy::FirstTouch, Some(h)) if placement.alloc_on_home => {
                         MemPolicy::Preferred(h)
                     }
                     (p, _) => p.clone(),
                 };
-                Region::new(&r.name, r.bytes, policy, group, nr_nodes)
+                Region::new(&r.name, bytes, policy, group, nr_nodes)
             })
             .collect();
         self.procs.push(Process {

@@ -1,6 +1,6 @@
 //! What a task's share of the last-level cache holds of its own regions.
 //!
-//! The model reads the LLC as LRU (as for turns on a cache, docs/MODEL.md §4), in Che's
+//! The model reads the LLC as LRU (as for turns on a cache, docs/model/memory-and-cost.md), in Che's
 //! approximation (Che, Tung and Wang, "Hierarchical Web caching systems: modeling, design and
 //! experimental results", IEEE JSAC 20(7), 2002): a line stays a fixed characteristic time
 //! `T` after its last use, and hits when its next use comes within `T`; `T` is where the lines

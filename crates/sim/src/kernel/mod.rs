@@ -20,10 +20,12 @@ mod numa;
 mod op_memo;
 pub mod pelt;
 mod rates;
+mod refresh;
 mod run;
 mod runlist;
 pub mod sched_api;
 mod sets;
+mod shared_lines;
 mod solve_memo;
 pub mod task;
 mod ticks;
@@ -50,7 +52,7 @@ use topo::{CpuId, NodeId, Topology};
 /// every event that changes the running memory-bound work (exact). A period P > 0 keeps the
 /// rates of memory-bound tasks piecewise constant over up to P after such a change (a task
 /// that starts running is rated at once), which makes machines of hundreds of CPUs affordable
-/// at a cost in accuracy that docs/MODEL.md §4 measures (1 ms: numa_test within 0.2%, an
+/// at a cost in accuracy that docs/model/memory-and-cost.md measures (1 ms: numa_test within 0.2%, an
 /// oversubscribed oltp up to 2%).
 pub const CONTENTION_PERIOD: Ns = 0;
 
@@ -253,7 +255,7 @@ pub struct Kernel {
     llc_touched: Vec<f64>,
     contention_dirty: bool,
     /// Shortest simulated time between two contention refreshes (0: after every event that
-    /// changed what runs); [`CONTENTION_PERIOD`] unless set. See `rates.rs`.
+    /// changed what runs); [`CONTENTION_PERIOD`] unless set. See `refresh.rs`.
     pub contention_period: Ns,
     /// No refresh before this time; one put off is pending as an event when `refresh_posted`.
     next_refresh_at: Ns,
@@ -261,7 +263,7 @@ pub struct Kernel {
     /// What the contention refresh saw on each CPU and which CPUs changed since
     /// (`contention.rs`).
     cx: contention::ContentionIndex,
-    refresh_scratch: Option<Box<rates::RefreshScratch>>,
+    refresh_scratch: Option<Box<refresh::RefreshScratch>>,
     /// Per-node fractions of a region while a cost decomposition is built (`rates.rs`).
     frac_scratch: Vec<f64>,
     /// Decompositions shared by tasks of one program on one node (`op_memo.rs`); boxed, as
@@ -293,6 +295,12 @@ pub struct Kernel {
     pub quiet: ticks::QuietTicks,
     /// Set when the run went over its budget ([`crate::budget`]); the engine stops with it.
     pub fault: Option<Fault>,
+    /// Steps the run has taken: phases the interpreter started plus events handled, against
+    /// [`crate::budget::MAX_RUN_STEPS`].
+    pub steps: u64,
+    /// Page groups of the regions of every process created so far, against
+    /// [`crate::budget::MAX_PAGE_GROUPS`].
+    pub page_groups: u64,
 }
 
 /// A broken bookkeeping rule found by [`Kernel::check_invariants`], with the items involved.
@@ -349,7 +357,7 @@ pub enum InvariantError {
     #[error("regions hold {placed} bytes but nodes account {used}")]
     RegionBytes { placed: u64, used: u64 },
     #[error("incremental contention state: {0}")]
-    Contention(String),
+    Contention(#[from] contention::ContentionMismatch),
     #[error("cpu {cpu} is quiet (skipping its balance ticks) but {why}")]
     QuietCpu { cpu: CpuId, why: &'static str },
 }
@@ -365,6 +373,10 @@ pub enum Fault {
         "program `{program}` ran {limit} phases in a row without simulated time passing (a loop whose body takes no time?)"
     )]
     NoProgress { program: String, limit: u64 },
+    #[error(
+        "the run takes more than {limit} (phases started and events handled; program `{program}` was running): lower the loop counts, task counts or length of the run, or make its shortest phases longer"
+    )]
+    TooMuchWork { program: String, limit: String },
     #[error("program `{program}`: {error}")]
     Memory {
         program: String,
@@ -373,6 +385,53 @@ pub enum Fault {
 }
 
 impl Kernel {
+    /// Counts the page groups of a new process's regions against
+    /// [`crate::budget::MAX_PAGE_GROUPS`]; false (and the run stops with a fault naming
+    /// `program`) when they do not fit.
+    pub(crate) fn count_page_groups(
+        &mut self,
+        regions: &[crate::program::RegionSpec],
+        program: &str,
+    ) -> bool {
+        let group = self.params.page_group_bytes.max(1);
+        let n: u64 = regions.iter().map(|r| r.bytes.div_ceil(group).max(1)).sum();
+        let total = self.page_groups.saturating_add(n);
+        if total <= crate::budget::MAX_PAGE_GROUPS {
+            self.page_groups = total;
+            return true;
+        }
+        if self.fault.is_none() {
+            self.fault = Some(Fault::Memory {
+                program: program.to_string(),
+                error: crate::budget::page_groups(total, group),
+            });
+        }
+        false
+    }
+
+    /// Counts one step against the run's budget: at most [`crate::budget::MAX_RUN_STEPS`] in
+    /// all, and past the first [`crate::budget::STEPS_GRACE`], at most
+    /// [`crate::budget::MAX_STEPS_PER_CPU_SECOND`] per CPU per simulated second. Past either,
+    /// the run stops with [`Fault::TooMuchWork`] naming the program of task `t` (if any).
+    pub(crate) fn count_step(&mut self, t: Option<TaskId>) {
+        use crate::budget::{MAX_RUN_STEPS, MAX_STEPS_PER_CPU_SECOND, STEPS_GRACE};
+        self.steps += 1;
+        if self.steps <= STEPS_GRACE || self.fault.is_some() {
+            return;
+        }
+        let per_s = self.steps as f64 * 1e9 / (self.now.max(1) as f64 * self.rqs.len() as f64);
+        let limit = if self.steps > MAX_RUN_STEPS {
+            format!("{MAX_RUN_STEPS} steps")
+        } else if per_s > MAX_STEPS_PER_CPU_SECOND as f64 {
+            format!("{MAX_STEPS_PER_CPU_SECOND} steps per CPU per simulated second")
+        } else {
+            return;
+        };
+        let program = t
+            .map(|t| self.workload.programs[self.tasks[t].program].name.clone())
+            .unwrap_or_default();
+        self.fault = Some(Fault::TooMuchWork { program, limit });
+    }
     pub fn new(
         topo: Arc<Topology>,
         workload: Arc<Workload>,
@@ -472,6 +531,8 @@ impl Kernel {
             seq: 0,
             quiet: ticks::QuietTicks::new(nr_cpus),
             fault,
+            steps: 0,
+            page_groups: 0,
         }
     }
 

@@ -1,5 +1,5 @@
 //! Running tasks: enqueue and dispatch, progress and accounting, time slices, preemption,
-//! wake-ups and sleeps. Balance ticks are in `ticks.rs`, rates and contention in `rates.rs`.
+//! wake-ups and sleeps. Balance ticks are in `ticks.rs`, rates in `rates.rs`, the contention refresh in `refresh.rs`.
 
 use super::fair::Placing;
 use super::sched_api::{CpuScheduler, IdleType};

@@ -28,7 +28,7 @@ pub struct O1Params {
     pub base_option: bool,
 }
 
-/// The balancing defaults of the kernel, or the patch, a scheduler came with (docs/MODEL.md
+/// The balancing defaults of the kernel, or the patch, a scheduler came with (docs/model/
 /// §2 gives the sources). `cache_decay` is the kernel's own reading of `cache_decay_ticks`:
 /// a task stays cache hot until more than that many ticks have passed, which its boot message
 /// prints as `(cache_decay_ticks + 1)` ticks.

@@ -1,6 +1,6 @@
 //! The pooling balancer of Erich Focht's NUMA patches for 2.5 (October 2002), under the
 //! schedulers D (`pool`), E and F (`node-affine-*`). Facts from the patches' `sched.c`
-//! (docs/MODEL.md §2 lists each with its source).
+//! (docs/model/kernel.md lists each with its source).
 //!
 //! One balancing pass (`load_balance`, every 200 ms on a busy CPU, every 1 ms on an idle one,
 //! at once when a CPU goes idle) moves at most one task:

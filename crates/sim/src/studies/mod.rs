@@ -1,4 +1,4 @@
-//! The NUMA-balancing studies (issue 4): each runs one experiment as a library function and
+//! The NUMA-balancing studies: each runs one experiment as a library function and
 //! returns a plain, serialisable result with a markdown rendering, for the experiments runner
 //! to call. Every run is deterministic for its seed; rows are computed in parallel and
 //! collected in order.

@@ -322,6 +322,7 @@ pub fn parse_workload(text: &str, file: &str) -> Result<Workload, WorkloadError>
         disturbance,
     };
     w.validate().map_err(|e| invalid(e.to_string()))?;
+    crate::budget::check_workload_steps(&w).map_err(|e| invalid(e.to_string()))?;
     Ok(w)
 }
 

@@ -12,7 +12,7 @@
 //! object file (another I/O sleep). Job sizes cycle through `burst_cycles`, so the build has
 //! short and long compiles side by side.
 //!
-//! With [`PipelineParams`] (issue 16, item 2) a compile job is instead the process tree a
+//! With [`PipelineParams`] a compile job is instead the process tree a
 //! 2.4 kernel build ran: make's child shell, the gcc driver, and `cpp | cc1 | as` joined by
 //! pipes (the 2.4 alpha Makefile compiles with `-pipe`), reading sources through a disk queue
 //! ([`crate::disk`]); after the last job make runs the final link. See [`add_kbuild_pipeline`].

@@ -14,7 +14,7 @@ pub struct MixParams {
     pub kbuild: KbuildParams,
     pub bonnies: u32,
     pub bonnie: BonnieParams,
-    /// The disk queue (issue 16, item 2): with `Some`, the builds run as the 2.4 process
+    /// The disk queue: with `Some`, the builds run as the 2.4 process
     /// pipeline and every disk wait of the builds and the bonnie processes queues on these
     /// disks; with `None`, compile jobs are single processes and I/O waits are fixed sleeps.
     pub disks: Option<MixDisks>,

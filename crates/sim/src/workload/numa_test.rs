@@ -5,7 +5,7 @@
 //! (20 groups of 20 senders and 20 receivers; each sender writes `loops` messages to each
 //! receiver of its group over a socket) runs as a short load peak.
 //!
-//! The CPU costs of the non-memory work are stated in cycles (docs/MODEL.md gives the
+//! The CPU costs of the non-memory work are stated in cycles (docs/model/ gives the
 //! reasoning for each); memory costs come from the machine's cost model.
 
 use crate::memory::MemPolicy;

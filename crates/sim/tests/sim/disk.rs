@@ -1,4 +1,4 @@
-//! The disk queue and the load average through the whole simulator (issue 16, item 2).
+//! The disk queue and the load average through the whole simulator.
 
 use crate::common::*;
 use sim::program::{Launch, Phase, Program, Workload};

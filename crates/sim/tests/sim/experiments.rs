@@ -422,7 +422,7 @@ fn a_cut_study_says_what_was_cut() {
     assert!(o.charts.len() >= 2 * 7, "{}", o.charts.len());
 }
 
-/// Issue 16: a cell can run without hackbench in one column only (in the AzusA comparison
+/// A cell can run without hackbench in one column only (in the AzusA comparison
 /// only scheduler E's N = 64 column did); the other columns of that row keep it, and the
 /// rows not named are unchanged.
 #[test]
@@ -454,7 +454,7 @@ fn one_column_can_run_without_hackbench() {
     );
 }
 
-/// Issue 16: sensitivity sweeps. The row of the default value (`o1`'s `cache_decay`, 11 ms)
+/// Sensitivity sweeps. The row of the default value (`o1`'s `cache_decay`, 11 ms)
 /// reproduces the column's own cell (same spec, same seeds); a sweep of a column that does not exist is refused.
 #[test]
 fn a_sweep_row_at_the_default_reproduces_its_column() {

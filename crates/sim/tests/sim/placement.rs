@@ -185,7 +185,7 @@ fn placement_spec_errors_name_the_culprit() {
     }
 }
 
-/// Issue 11: the kernel model accounts each task's run-queue wait (Linux's `run_delay`, what
+/// The kernel model accounts each task's run-queue wait (Linux's `run_delay`, what
 /// the daemon reads from `schedstat`) for the placement observer. Four workers started on one
 /// CPU of a 4-CPU machine wait for it before the balancer spreads them; no task waits and runs
 /// longer than it lived.
@@ -209,7 +209,7 @@ fn run_queue_wait_is_accounted_and_bounded_by_lifetime() {
     assert!(total_delay > 0, "four workers on one CPU waited for it");
 }
 
-/// Issue 11: a process born during an interval is measured over its own life, as the daemon
+/// A process born during an interval is measured over its own life, as the daemon
 /// measures a process it sees for the first time. Four busy workers launched 0.3 s before the
 /// first decision (interval 1 s) used 0.3 s of CPU each: one CPU, not 0.3, so they are
 /// significant and homed at that first decision instead of one interval later.

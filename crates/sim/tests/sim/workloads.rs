@@ -173,7 +173,7 @@ program = "reader"
     (end("writer"), end("reader"), r.counters.send_blocks)
 }
 
-/// Socket buffers fill (issue 16): with room for 4 messages the sender blocks until the
+/// Socket buffers fill: with room for 4 messages the sender blocks until the
 /// reader, 100 ms late, takes some, so it cannot finish before the reader starts; unbounded
 /// (`buffer` 0) it is done long before.
 #[test]
@@ -265,7 +265,7 @@ fn a_wake_up_preemption_survives_a_contention_refresh() {
 }
 
 /// The contention refresh runs at most once per `contention_period` of simulated time, and
-/// the result stays close to a refresh after every switch (docs/MODEL.md §4 has the figures).
+/// the result stays close to a refresh after every switch (docs/model/memory-and-cost.md has the figures).
 #[test]
 fn contention_is_refreshed_at_most_once_per_period() {
     let topo = crate::common::machine(crate::common::SMALL);

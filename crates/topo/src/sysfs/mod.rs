@@ -131,13 +131,19 @@ impl Reader<'_> {
         }
     }
 
-    /// The file's text, `None` if it does not exist.
+    /// The file's text, `None` if it does not exist. A regular file only, at most
+    /// [`MAX_KERNEL_FILE_BYTES`](crate::input::MAX_KERNEL_FILE_BYTES) read.
     fn read_opt(&self, rel: &str) -> Result<Option<String>, TopoError> {
-        match std::fs::read_to_string(self.path(rel)) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) if e.kind() == ErrorKind::InvalidData => Err(self.err(rel, "is not UTF-8 text")),
-            Err(e) => Err(self.err(rel, format!("cannot be read: {e}"))),
+        use crate::input::{InputError, MAX_KERNEL_FILE_BYTES, read_kernel_file};
+        match read_kernel_file(&self.path(rel), MAX_KERNEL_FILE_BYTES) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| self.err(rel, "is not UTF-8 text")),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(InputError::Refused { why, .. }) => Err(self.err(rel, why)),
+            Err(InputError::Io { error, .. }) => {
+                Err(self.err(rel, format!("cannot be read: {error}")))
+            }
         }
     }
 

@@ -444,6 +444,35 @@ fn distance_row_of_wrong_length() {
     assert!(e.contains("`ten` is not a distance"), "{e}");
 }
 
+/// A FIFO or a link to `/dev/zero` or `/dev/urandom` in place of a sysfs file is refused
+/// with one line naming it: without the check the read blocks forever or grows without bound.
+#[test]
+fn fifos_and_devices_in_place_of_sysfs_files() {
+    let t = Tree::copy_of("xeon-2s");
+    for rel in [
+        format!("{NODE}/node1/distance"),
+        format!("{NODE}/node0/cpulist"),
+        format!("{NODE}/node0/meminfo"),
+    ] {
+        t.remove(&rel);
+        let status = std::process::Command::new("mkfifo")
+            .arg(t.path(&rel))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let e = t.error(&rel);
+        assert!(e.contains("not a regular file (a FIFO)"), "{e}");
+        for dev in ["/dev/zero", "/dev/urandom"] {
+            t.remove(&rel);
+            std::os::unix::fs::symlink(dev, t.path(&rel)).unwrap();
+            let e = t.error(&rel);
+            assert!(e.contains("a character device"), "{e}");
+        }
+        t.remove(&rel);
+        std::fs::copy(fixture("xeon-2s").join(&rel), t.path(&rel)).unwrap();
+    }
+}
+
 #[test]
 fn non_numeric_meminfo() {
     let t = Tree::copy_of("xeon-2s");
@@ -558,7 +587,7 @@ fn other_broken_files_name_the_file() {
     t.remove(&rel);
     std::fs::create_dir(t.path(&rel)).unwrap();
     let e = t.error(&rel);
-    assert!(e.contains("cannot be read"), "{e}");
+    assert!(e.contains("not a regular file (a directory)"), "{e}");
 }
 
 #[test]

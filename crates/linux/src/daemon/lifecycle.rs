@@ -155,8 +155,10 @@ pub(super) fn log_restore(r: &RestoreReport) {
 /// What a restore did to a process's slices, for the log and the status table.
 pub fn describe_slice_restore(r: &crate::slice::SliceRestored) -> String {
     format!(
-        "{} threads given the kernel's default slice back ({} at another slice left so, {} gone)",
-        r.restored, r.left, r.gone
+        "{} given the kernel's default slice back ({} at another slice left so, {} gone)",
+        topo::count(r.restored, "thread"),
+        r.left,
+        r.gone
     )
 }
 

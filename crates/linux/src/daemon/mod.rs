@@ -293,9 +293,9 @@ impl Daemon {
         }
         let entries: Vec<_> = self.journal.entries().cloned().collect();
         tracing::warn!(
-            "journal {} holds {} processes from a previous run ({:?})",
+            "journal {} holds {} from a previous run ({:?})",
             self.cfg.journal.display(),
-            entries.len(),
+            topo::count(entries.len(), "process"),
             self.cfg.on_start
         );
         for e in entries {

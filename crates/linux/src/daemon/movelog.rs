@@ -99,8 +99,9 @@ impl MoveLog {
                     .iter()
                     .map(|(label, (n, text))| match (*label, text) {
                         ("done", _) => format!(
-                            "done {n} ({} pages moved, {} failed)",
-                            p.pages_moved, p.pages_failed
+                            "done {n} ({} moved, {} failed)",
+                            topo::count(p.pages_moved, "page"),
+                            p.pages_failed
                         ),
                         ("dry_run", _) => format!("dry run {n}"),
                         (l, Some(t)) => format!("{l} {n} ({t})"),

@@ -49,8 +49,9 @@ impl Actuator {
             ),
             Ok(Some(m)) => (
                 Outcome::Done(format!(
-                    "{} pages moved, {} failed",
-                    m.pages_moved, m.pages_failed
+                    "{} moved, {} failed",
+                    topo::count(m.pages_moved, "page"),
+                    m.pages_failed
                 )),
                 m,
             ),

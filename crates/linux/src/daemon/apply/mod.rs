@@ -291,7 +291,10 @@ impl Actuator {
         let node_set: CpuSet = r.nodes.iter().copied().collect();
         journal.set_applied(r.key, back.clone(), node_set);
         Ok((
-            Outcome::Done(format!("{} threads set to CPUs {back}", set.set.len())),
+            Outcome::Done(format!(
+                "{} set to CPUs {back}",
+                topo::count(set.set.len(), "thread")
+            )),
             Some(back),
         ))
     }

@@ -43,22 +43,21 @@ pub struct MixSweepResult {
 
 impl MixSweep {
     /// Checks the parameter, the values and the repetitions; the message names the culprit.
-    pub fn check(&self, m: &MixSection) -> Result<(), String> {
+    pub fn check(&self, m: &MixSection) -> Result<(), MixSweepError> {
         if !MIX_PARAMS.contains(&self.param.as_str()) {
-            return Err(format!(
-                "unknown param `{}` (valid: {})",
-                self.param,
-                MIX_PARAMS.join(", ")
-            ));
+            return Err(MixSweepError::UnknownParam {
+                param: self.param.clone(),
+                valid: MIX_PARAMS.join(", "),
+            });
         }
         if m.disks.is_none() {
-            return Err("the disk model needs `disks` in [mix]".into());
+            return Err(MixSweepError::NoDisks);
         }
         if self.values.is_empty() {
-            return Err("values: give at least one".into());
+            return Err(MixSweepError::NoValues);
         }
         if self.reps == 0 {
-            return Err("reps: must be at least 1".into());
+            return Err(MixSweepError::NoReps);
         }
         for &v in &self.values {
             section_with(m, &self.param, v)?;
@@ -78,7 +77,8 @@ impl MixSweep {
         s.reps = self.reps;
         let mut rows = Vec::new();
         for &v in &self.values {
-            let mv = section_with(m, &self.param, v).map_err(RunFailure::Config)?;
+            let mv =
+                section_with(m, &self.param, v).map_err(|e| RunFailure::Config(e.to_string()))?;
             rows.push((v, mixrun::run(&s, &mv, topo, tick)?));
         }
         Ok(MixSweepResult {
@@ -88,10 +88,35 @@ impl MixSweep {
     }
 }
 
+/// Why a `[mix.sweep]` cannot run; each names its culprit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MixSweepError {
+    #[error("unknown param `{param}` (valid: {valid})")]
+    UnknownParam { param: String, valid: String },
+    #[error("the disk model needs `disks` in [mix]")]
+    NoDisks,
+    #[error("values: give at least one")]
+    NoValues,
+    #[error("reps: must be at least 1")]
+    NoReps,
+    #[error("{param} = {value}: {why}")]
+    BadValue {
+        param: String,
+        value: f64,
+        why: &'static str,
+    },
+}
+
 /// `m` with `param` set to `v`, or why `v` does not fit it.
-fn section_with(m: &MixSection, param: &str, v: f64) -> Result<MixSection, String> {
+fn section_with(m: &MixSection, param: &str, v: f64) -> Result<MixSection, MixSweepError> {
     let mut out = m.clone();
-    let bad = |what: &str| Err(format!("{param} = {v}: {what}"));
+    let bad = |why: &'static str| {
+        Err(MixSweepError::BadValue {
+            param: param.to_string(),
+            value: v,
+            why,
+        })
+    };
     if !(v.is_finite() && v > 0.0) {
         return bad("must be a positive number");
     }
@@ -155,19 +180,28 @@ mod tests {
 
     #[test]
     fn bad_sweeps_name_the_culprit() {
-        let e = sweep("seek", &[1.0]).check(&mix()).unwrap_err();
+        let e = sweep("seek", &[1.0]).check(&mix()).unwrap_err().to_string();
         assert!(e.contains("`seek`") && e.contains("seek_ms, rpm"), "{e}");
-        let e = sweep("disks", &[1.5]).check(&mix()).unwrap_err();
+        let e = sweep("disks", &[1.5])
+            .check(&mix())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("disks = 1.5") && e.contains("whole"), "{e}");
-        let e = sweep("seek_ms", &[-2.0]).check(&mix()).unwrap_err();
+        let e = sweep("seek_ms", &[-2.0])
+            .check(&mix())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("positive"), "{e}");
-        let e = sweep("seek_ms", &[]).check(&mix()).unwrap_err();
+        let e = sweep("seek_ms", &[]).check(&mix()).unwrap_err().to_string();
         assert!(e.contains("values"), "{e}");
         let no_disks = MixSection {
             disks: None,
             ..mix()
         };
-        let e = sweep("seek_ms", &[4.0]).check(&no_disks).unwrap_err();
+        let e = sweep("seek_ms", &[4.0])
+            .check(&no_disks)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("disks"), "{e}");
     }
 

@@ -211,7 +211,7 @@ impl ScoreboardSection {
             }
         }
         for (i, s) in self.schedulers.iter().enumerate() {
-            known(s).map_err(|e| top("schedulers", e))?;
+            known(s).map_err(|e| top("schedulers", e.to_string()))?;
             if self.schedulers[..i].contains(s) {
                 return Err(top("schedulers", format!("`{s}` given twice")));
             }
@@ -268,7 +268,7 @@ impl RowGroup {
         let topo =
             topo::resolve_machine(&self.machine).map_err(|e| err("machine", e.to_string()))?;
         for (i, s) in self.historical.iter().enumerate() {
-            known(s).map_err(|e| err("historical", e))?;
+            known(s).map_err(|e| err("historical", e.to_string()))?;
             let spec = SchedSpec::parse(s).map_err(|e| err("historical", e.to_string()))?;
             sched::build(&spec, &topo).map_err(|e| err("historical", e.to_string()))?;
             if board.schedulers.contains(s) || self.historical[..i].contains(s) {
@@ -393,16 +393,24 @@ impl RowGroup {
 
 /// A scheduler spec that parses and names a registered scheduler (its options are checked
 /// against each row's machine).
-fn known(s: &str) -> Result<(), String> {
-    let spec = SchedSpec::parse(s).map_err(|e| e.to_string())?;
+fn known(s: &str) -> Result<(), UnknownSched> {
+    let spec = SchedSpec::parse(s).map_err(UnknownSched::Spec)?;
     if sched::registry::find(&spec.name).is_none() {
-        return Err(sched::SchedError::UnknownScheduler {
+        return Err(UnknownSched::Name(sched::SchedError::UnknownScheduler {
             name: spec.name.clone(),
             valid: sched::registry::names(),
-        }
-        .to_string());
+        }));
     }
     Ok(())
+}
+
+/// A scheduler spec of a scoreboard that does not parse or names no scheduler.
+#[derive(Debug, thiserror::Error)]
+enum UnknownSched {
+    #[error(transparent)]
+    Spec(sched::SpecError),
+    #[error(transparent)]
+    Name(sched::SchedError),
 }
 
 /// Line of `key = ...` inside the `i`-th `[[scoreboard.rows]]` table (0-based), or of the

@@ -218,7 +218,7 @@ impl Case {
         if self.loops == Some(0) {
             return Err(top("loops", "must be at least 1".into()));
         }
-        check_workload(&self.workload).map_err(|m| top("workload", m))?;
+        check_workload(&self.workload).map_err(|m| top("workload", m.to_string()))?;
         let topo =
             topo::resolve_machine(&self.machine).map_err(|e| top("machine", e.to_string()))?;
         if self.configs.len() < 2 {
@@ -247,9 +247,10 @@ impl Case {
                     .map_err(|e| err(&key("placement"), at("placement"), e.to_string()))?;
             }
             if let Some(w) = &c.workload {
-                check_workload(w).map_err(|m| err(&key("workload"), at("workload"), m))?;
+                check_workload(w)
+                    .map_err(|m| err(&key("workload"), at("workload"), m.to_string()))?;
             }
-            parse_bind(&c.bind).map_err(|m| err(&key("bind"), at("bind"), m))?;
+            parse_bind(&c.bind).map_err(|m| err(&key("bind"), at("bind"), m.to_string()))?;
             if !(c.published.is_finite() && c.published > 0.0) {
                 return Err(err(
                     &key("published"),
@@ -274,27 +275,36 @@ impl Case {
     }
 }
 
+/// A case's workload or binding that names nothing the runner knows.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CaseValueError {
+    #[error("`{given}` is neither a built-in workload ({valid}) nor a .toml file")]
+    Workload { given: String, valid: String },
+    #[error("`{given}` is not a binding (valid: free, hard, inverse)")]
+    Bind { given: String },
+}
+
 /// A built-in workload name or a path to a `.toml` file.
-fn check_workload(w: &str) -> Result<(), String> {
+fn check_workload(w: &str) -> Result<(), CaseValueError> {
     if BUILTIN_WORKLOADS.contains(&w) || w.ends_with(".toml") {
         Ok(())
     } else {
-        Err(format!(
-            "`{w}` is neither a built-in workload ({}) nor a .toml file",
-            BUILTIN_WORKLOADS.join(", ")
-        ))
+        Err(CaseValueError::Workload {
+            given: w.to_string(),
+            valid: BUILTIN_WORKLOADS.join(", "),
+        })
     }
 }
 
 /// `free`, `hard` or `inverse`.
-pub fn parse_bind(s: &str) -> Result<Bind, String> {
+pub fn parse_bind(s: &str) -> Result<Bind, CaseValueError> {
     match s {
         "free" => Ok(Bind::Free),
         "hard" => Ok(Bind::HardBind),
         "inverse" => Ok(Bind::InverseBind),
-        _ => Err(format!(
-            "`{s}` is not a binding (valid: free, hard, inverse)"
-        )),
+        _ => Err(CaseValueError::Bind {
+            given: s.to_string(),
+        }),
     }
 }
 

@@ -114,7 +114,7 @@ fn load_workload(
     c: &Config,
     topo: &topo::Topology,
 ) -> Result<crate::program::Workload, String> {
-    let bind = parse_bind(&c.bind)?;
+    let bind = parse_bind(&c.bind).map_err(|e| e.to_string())?;
     let mut p = AutonumaParams::default();
     match case.workload_of(c) {
         "numa01" => {

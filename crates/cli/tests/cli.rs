@@ -14,5 +14,7 @@ mod experiments;
 mod run;
 #[path = "cli/sim.rs"]
 mod sim;
+#[path = "cli/sim_costs.rs"]
+mod sim_costs;
 #[path = "cli/validate.rs"]
 mod validate;

@@ -514,10 +514,21 @@ fn ruled_out(rules: &Rules, pid: Pid, comm: &str) -> bool {
 
 /// `PID/stat` under `proc_root`, parsed; `None` when gone or malformed.
 fn read_stat(proc_root: &Path, pid: Pid, buf: &mut Vec<u8>) -> Option<crate::procfs::Stat> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let mut path = proc_root.to_path_buf();
     path.push(pid.to_string());
     path.push("stat");
-    let f = topo::input::open_regular(&path).ok()?;
+    // The light pass reads every PID's stat each interval: the file is checked on its
+    // descriptor only (O_NONBLOCK, so a FIFO in a rooted tree cannot block the open), with no
+    // stat of the path before it.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(&path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
     topo::input::read_bounded(&path, f, crate::procfs::stat::MAX_STAT_BYTES, buf).ok()?;
     crate::procfs::stat::parse(buf).ok()
 }
